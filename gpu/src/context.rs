@@ -1,0 +1,1 @@
+//! Headless wgpu device and adapter choice.

@@ -1,0 +1,1 @@
+//! RBF deformation on the GPU (compute shader).

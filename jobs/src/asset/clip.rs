@@ -1,0 +1,797 @@
+use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
+use super::rig::{BoneIndex, Rig};
+use super::BakeError;
+use crate::math::{Transform, hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, slerp_shortest};
+use glam::{Quat, Vec3};
+
+/// How values between two keys are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Interpolation {
+    /// Hold the earlier key's value.
+    Step,
+    /// Linear for vectors and scalars, shortest-path slerp for rotations.
+    Linear,
+    /// Cubic Hermite with per-key in and out tangents (derivatives per second); rotations are
+    /// interpolated component-wise and normalised. glTF CUBICSPLINE and Unity Bezier curves map
+    /// to it.
+    Hermite,
+}
+
+/// An editable key track: key times (seconds, strictly increasing), values, and for
+/// [`Interpolation::Hermite`] in and out tangents (one per key, derivatives per second).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawTrack<T> {
+    /// How to interpolate.
+    pub interpolation: Interpolation,
+    /// Key times in seconds.
+    pub times: Vec<f32>,
+    /// One value per key.
+    pub values: Vec<T>,
+    /// Hermite only: one in tangent per key. Empty otherwise.
+    pub in_tangents: Vec<T>,
+    /// Hermite only: one out tangent per key. Empty otherwise.
+    pub out_tangents: Vec<T>,
+}
+
+impl<T> RawTrack<T> {
+    /// A linear track.
+    pub fn linear(times: Vec<f32>, values: Vec<T>) -> Self {
+        Self { interpolation: Interpolation::Linear, times, values, in_tangents: Vec::new(), out_tangents: Vec::new() }
+    }
+    /// A step track.
+    pub fn step(times: Vec<f32>, values: Vec<T>) -> Self {
+        Self { interpolation: Interpolation::Step, times, values, in_tangents: Vec::new(), out_tangents: Vec::new() }
+    }
+    /// A Hermite track.
+    pub fn hermite(times: Vec<f32>, values: Vec<T>, in_tangents: Vec<T>, out_tangents: Vec<T>) -> Self {
+        Self { interpolation: Interpolation::Hermite, times, values, in_tangents, out_tangents }
+    }
+}
+
+/// The tracks of one bone. A missing track leaves that part of the bone at its rest value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawBoneTracks {
+    /// The bone's name in the rig.
+    pub bone: String,
+    /// Translation keys.
+    pub translation: Option<RawTrack<Vec3>>,
+    /// Rotation keys (need not be normalised; bake normalises them, tangents excepted).
+    pub rotation: Option<RawTrack<Quat>>,
+    /// Scale keys.
+    pub scale: Option<RawTrack<Vec3>>,
+}
+
+/// A named float curve (a user curve, e.g. foot contact).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawCurve {
+    /// Its name.
+    pub name: String,
+    /// Its keys.
+    pub track: RawTrack<f32>,
+}
+
+/// An event fired when playback passes its time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawEvent {
+    /// Its name.
+    pub name: String,
+    /// Time in seconds.
+    pub time: f32,
+    /// A user value.
+    pub payload: f32,
+}
+
+/// What an additive clip is relative to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AdditiveReference {
+    /// The rig's rest pose.
+    RestPose,
+    /// The clip's own pose at its first key time.
+    ClipStart,
+    /// Explicit per-bone poses; bones not listed use the rest pose.
+    Pose(Vec<(String, Transform)>),
+}
+
+/// An editable clip.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawClip {
+    /// Name.
+    pub name: String,
+    /// Length in seconds; `None` means the last key time over every track.
+    pub duration: Option<f32>,
+    /// Whether playback wraps.
+    pub looping: bool,
+    /// Per-bone tracks.
+    pub bones: Vec<RawBoneTracks>,
+    /// User curves.
+    pub curves: Vec<RawCurve>,
+    /// Events.
+    pub events: Vec<RawEvent>,
+    /// Whether the root bone's motion is extracted as root motion (applied to the entity, the
+    /// root then held in place).
+    pub root_motion: bool,
+    /// When set, the clip can be played on additive layers relative to this reference.
+    pub additive_reference: Option<AdditiveReference>,
+}
+
+impl Default for RawClip {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            duration: None,
+            looping: true,
+            bones: Vec::new(),
+            curves: Vec::new(),
+            events: Vec::new(),
+            root_motion: false,
+            additive_reference: None,
+        }
+    }
+}
+
+/// A shared sequence of key times. Tracks whose keys fall at the same times share one
+/// timeline, so the key search runs once per timeline, not once per track.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    times: Vec<f32>,
+}
+
+impl Timeline {
+    /// The key times.
+    pub fn times(&self) -> &[f32] {
+        &self.times
+    }
+
+    /// Finds the keys around `t`, starting the search at `cursor` (the result of the previous
+    /// frame), so forward playback advances by a step or two instead of searching.
+    #[inline]
+    pub fn locate(&self, t: f32, cursor: u32) -> KeySpan {
+        let times = &self.times;
+        let n = times.len();
+        if n <= 1 || t <= times[0] || t.is_nan() {
+            return KeySpan { k0: 0, k1: 0, alpha: 0.0, dt: 0.0 };
+        }
+        let last = n - 1;
+        if t >= times[last] {
+            return KeySpan { k0: last as u32, k1: last as u32, alpha: 0.0, dt: 0.0 };
+        }
+        // Invariant wanted: times[k] <= t < times[k + 1], k < last.
+        let mut k = (cursor as usize).min(last - 1);
+        if times[k] <= t {
+            let mut steps = 0;
+            while times[k + 1] <= t {
+                k += 1;
+                steps += 1;
+                if steps == 4 && times[k + 1] <= t {
+                    k = k + times[k..].partition_point(|&x| x <= t) - 1;
+                    break;
+                }
+            }
+        } else {
+            k = times.partition_point(|&x| x <= t) - 1;
+        }
+        let t0 = times[k];
+        let dt = times[k + 1] - t0;
+        KeySpan { k0: k as u32, k1: k as u32 + 1, alpha: (t - t0) / dt, dt }
+    }
+}
+
+/// The two keys around a time and the fraction between them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KeySpan {
+    /// The earlier key.
+    pub k0: u32,
+    /// The later key (equal to `k0` before the first or after the last key).
+    pub k1: u32,
+    /// Fraction in `[0, 1)`.
+    pub alpha: f32,
+    /// Seconds between the keys (0 when `k0 == k1`).
+    pub dt: f32,
+}
+
+/// A baked channel: where its keys live.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Channel {
+    /// Index into [`Clip::timelines`].
+    pub timeline: u32,
+    /// Interpolation.
+    pub interpolation: Interpolation,
+    /// Offset of key 0 in the clip's value array of this channel's type.
+    pub first: u32,
+    /// Offset of key 0's tangents in the tangent arrays (Hermite only).
+    pub first_tangent: u32,
+}
+
+/// A baked user curve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CurveChannel {
+    /// Name.
+    pub name: String,
+    /// Name hash.
+    pub hash: BoneHash,
+    /// Keys.
+    pub channel: Channel,
+}
+
+/// A baked event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClipEvent {
+    /// Name.
+    pub name: String,
+    /// Name hash.
+    pub hash: BoneHash,
+    /// Time in seconds.
+    pub time: f32,
+    /// User value.
+    pub payload: f32,
+}
+
+/// A baked clip, bound to the rig it was baked for (tracks are in the rig's bone order).
+///
+/// Layout for the sampler: key times live in shared [`Timeline`]s; values are structure of
+/// arrays per type (`Vec3` translations and scales, `Quat` rotations, `f32` curves), each
+/// channel's keys contiguous, tangents in parallel arrays only for Hermite channels.
+#[derive(Debug)]
+pub struct Clip {
+    name: String,
+    duration: f32,
+    looping: bool,
+    rig_hash: ContentHash,
+    timelines: Vec<Timeline>,
+    translation: Vec<Option<Channel>>,
+    rotation: Vec<Option<Channel>>,
+    scale: Vec<Option<Channel>>,
+    vec3_values: Vec<Vec3>,
+    vec3_in: Vec<Vec3>,
+    vec3_out: Vec<Vec3>,
+    quat_values: Vec<Quat>,
+    quat_in: Vec<Quat>,
+    quat_out: Vec<Quat>,
+    f32_values: Vec<f32>,
+    f32_in: Vec<f32>,
+    f32_out: Vec<f32>,
+    curves: Vec<CurveChannel>,
+    events: Vec<ClipEvent>,
+    root_motion: bool,
+    additive_reference: Option<Vec<Transform>>,
+    rest_pose: Vec<Transform>,
+    content_hash: ContentHash,
+}
+
+struct ClipBuilder<'a> {
+    asset: String,
+    timelines: Vec<Timeline>,
+    vec3_values: Vec<Vec3>,
+    vec3_in: Vec<Vec3>,
+    vec3_out: Vec<Vec3>,
+    quat_values: Vec<Quat>,
+    quat_in: Vec<Quat>,
+    quat_out: Vec<Quat>,
+    f32_values: Vec<f32>,
+    f32_in: Vec<f32>,
+    f32_out: Vec<f32>,
+    hasher: &'a mut ContentHasher,
+}
+
+trait KeyValue: Copy {
+    fn finite(&self) -> bool;
+    fn hash_into(&self, h: &mut ContentHasher);
+}
+impl KeyValue for Vec3 {
+    fn finite(&self) -> bool {
+        self.is_finite()
+    }
+    fn hash_into(&self, h: &mut ContentHasher) {
+        h.vec3(*self);
+    }
+}
+impl KeyValue for Quat {
+    fn finite(&self) -> bool {
+        self.is_finite()
+    }
+    fn hash_into(&self, h: &mut ContentHasher) {
+        h.quat(*self);
+    }
+}
+impl KeyValue for f32 {
+    fn finite(&self) -> bool {
+        self.is_finite()
+    }
+    fn hash_into(&self, h: &mut ContentHasher) {
+        h.f32(*self);
+    }
+}
+
+impl ClipBuilder<'_> {
+    fn check_track<T: KeyValue>(&mut self, track: &RawTrack<T>, label: &str) -> Result<u32, BakeError> {
+        let asset = &self.asset;
+        let n = track.times.len();
+        if n == 0 {
+            return Err(BakeError::Empty { asset: asset.clone(), what: "a track's key list" });
+        }
+        if track.values.len() != n {
+            return Err(BakeError::LengthMismatch {
+                asset: asset.clone(),
+                location: format!("track '{label}' values"),
+                expected: n,
+                actual: track.values.len(),
+            });
+        }
+        if track.interpolation == Interpolation::Hermite {
+            for (what, v) in [("in tangents", &track.in_tangents), ("out tangents", &track.out_tangents)] {
+                if v.len() != n {
+                    return Err(BakeError::LengthMismatch {
+                        asset: asset.clone(),
+                        location: format!("track '{label}' {what}"),
+                        expected: n,
+                        actual: v.len(),
+                    });
+                }
+            }
+        }
+        for (k, t) in track.times.iter().enumerate() {
+            if !t.is_finite() {
+                return Err(BakeError::NotFinite { asset: asset.clone(), location: format!("track '{label}' key time {k}") });
+            }
+            if k > 0 && *t <= track.times[k - 1] {
+                return Err(BakeError::KeyTimesNotIncreasing { asset: asset.clone(), track: label.to_string(), key: k });
+            }
+        }
+        let all = track.values.iter().chain(&track.in_tangents).chain(&track.out_tangents);
+        if let Some(k) = all.clone().position(|v| !v.finite()) {
+            return Err(BakeError::NotFinite { asset: asset.clone(), location: format!("track '{label}' value or tangent {k}") });
+        }
+        self.hasher.str(label).u64(track.interpolation as u64).f32s(&track.times);
+        for v in all {
+            v.hash_into(self.hasher);
+        }
+        // Share timelines with identical key times.
+        let idx = match self.timelines.iter().position(|tl| tl.times == track.times) {
+            Some(i) => i,
+            None => {
+                self.timelines.push(Timeline { times: track.times.clone() });
+                self.timelines.len() - 1
+            }
+        };
+        Ok(idx as u32)
+    }
+
+    fn vec3(&mut self, track: &RawTrack<Vec3>, label: &str) -> Result<Channel, BakeError> {
+        let timeline = self.check_track(track, label)?;
+        let first = self.vec3_values.len() as u32;
+        self.vec3_values.extend_from_slice(&track.values);
+        let first_tangent = self.vec3_in.len() as u32;
+        if track.interpolation == Interpolation::Hermite {
+            self.vec3_in.extend_from_slice(&track.in_tangents);
+            self.vec3_out.extend_from_slice(&track.out_tangents);
+        }
+        Ok(Channel { timeline, interpolation: track.interpolation, first, first_tangent })
+    }
+
+    fn quat(&mut self, track: &RawTrack<Quat>, label: &str) -> Result<Channel, BakeError> {
+        let timeline = self.check_track(track, label)?;
+        let first = self.quat_values.len() as u32;
+        for (k, q) in track.values.iter().enumerate() {
+            let len = q.length();
+            if !(len > 1e-6) {
+                return Err(BakeError::NotFinite { asset: self.asset.clone(), location: format!("track '{label}' rotation key {k} (zero length)") });
+            }
+            // Hermite rotations are interpolated component-wise, so keep their scale with the tangents.
+            if track.interpolation == Interpolation::Hermite {
+                self.quat_values.push(*q);
+            } else {
+                self.quat_values.push(*q / len);
+            }
+        }
+        let first_tangent = self.quat_in.len() as u32;
+        if track.interpolation == Interpolation::Hermite {
+            self.quat_in.extend_from_slice(&track.in_tangents);
+            self.quat_out.extend_from_slice(&track.out_tangents);
+        }
+        Ok(Channel { timeline, interpolation: track.interpolation, first, first_tangent })
+    }
+
+    fn scalar(&mut self, track: &RawTrack<f32>, label: &str) -> Result<Channel, BakeError> {
+        let timeline = self.check_track(track, label)?;
+        let first = self.f32_values.len() as u32;
+        self.f32_values.extend_from_slice(&track.values);
+        let first_tangent = self.f32_in.len() as u32;
+        if track.interpolation == Interpolation::Hermite {
+            self.f32_in.extend_from_slice(&track.in_tangents);
+            self.f32_out.extend_from_slice(&track.out_tangents);
+        }
+        Ok(Channel { timeline, interpolation: track.interpolation, first, first_tangent })
+    }
+}
+
+impl RawClip {
+    /// Validates the clip and binds it to `rig`: tracks are stored in the rig's bone order.
+    ///
+    /// # Errors
+    /// [`BakeError`] for a track naming a bone the rig does not have (or named twice), key
+    /// times that are not finite or do not increase, array lengths that differ, NaN or
+    /// infinite values, zero-length rotations, or a negative or non-finite duration.
+    pub fn bake(&self, rig: &Rig) -> Result<Clip, BakeError> {
+        let asset = format!("clip '{}'", self.name);
+        let n = rig.bone_count();
+        let mut hasher = ContentHasher::new();
+        hasher.str("clip").str(&self.name).u64(u64::from(self.looping)).u64(u64::from(self.root_motion));
+        hasher.u64(rig.content_hash().0 as u64).u64((rig.content_hash().0 >> 64) as u64);
+        let mut b = ClipBuilder {
+            asset: asset.clone(),
+            timelines: Vec::new(),
+            vec3_values: Vec::new(),
+            vec3_in: Vec::new(),
+            vec3_out: Vec::new(),
+            quat_values: Vec::new(),
+            quat_in: Vec::new(),
+            quat_out: Vec::new(),
+            f32_values: Vec::new(),
+            f32_in: Vec::new(),
+            f32_out: Vec::new(),
+            hasher: &mut hasher,
+        };
+        let mut translation = vec![None; n];
+        let mut rotation = vec![None; n];
+        let mut scale = vec![None; n];
+        let mut bound = vec![false; n];
+        let mut last_key = 0.0f32;
+        for tracks in &self.bones {
+            let bone = rig
+                .find_by_name(&tracks.bone)
+                .ok_or_else(|| BakeError::UnknownBone { asset: asset.clone(), bone: tracks.bone.clone() })?;
+            if std::mem::replace(&mut bound[bone.get()], true) {
+                return Err(BakeError::Invalid { asset: asset.clone(), reason: format!("bone '{}' has two track sets", tracks.bone) });
+            }
+            b.hasher.str(&tracks.bone);
+            if let Some(t) = &tracks.translation {
+                translation[bone.get()] = Some(b.vec3(t, &format!("{}.translation", tracks.bone))?);
+                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
+            }
+            if let Some(t) = &tracks.rotation {
+                rotation[bone.get()] = Some(b.quat(t, &format!("{}.rotation", tracks.bone))?);
+                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
+            }
+            if let Some(t) = &tracks.scale {
+                scale[bone.get()] = Some(b.vec3(t, &format!("{}.scale", tracks.bone))?);
+                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
+            }
+        }
+        let mut curves = Vec::with_capacity(self.curves.len());
+        for c in &self.curves {
+            let channel = b.scalar(&c.track, &format!("curve {}", c.name))?;
+            last_key = last_key.max(c.track.times.last().copied().unwrap_or(0.0));
+            curves.push(CurveChannel { name: c.name.clone(), hash: bone_hash(&c.name), channel });
+        }
+        let duration = match self.duration {
+            Some(d) if d.is_finite() && d >= 0.0 => d,
+            Some(_) => return Err(BakeError::NotFinite { asset, location: "duration".into() }),
+            None => last_key,
+        };
+        let mut events = Vec::with_capacity(self.events.len());
+        for e in &self.events {
+            if !e.time.is_finite() || !e.payload.is_finite() {
+                return Err(BakeError::NotFinite { asset, location: format!("event '{}'", e.name) });
+            }
+            b.hasher.str(&e.name).f32(e.time).f32(e.payload);
+            events.push(ClipEvent { name: e.name.clone(), hash: bone_hash(&e.name), time: e.time, payload: e.payload });
+        }
+        events.sort_by(|a, b| a.time.total_cmp(&b.time));
+        b.hasher.f32(duration);
+        let ClipBuilder { timelines, vec3_values, vec3_in, vec3_out, quat_values, quat_in, quat_out, f32_values, f32_in, f32_out, .. } = b;
+        let mut clip = Clip {
+            name: self.name.clone(),
+            duration,
+            looping: self.looping,
+            rig_hash: rig.content_hash(),
+            timelines,
+            translation,
+            rotation,
+            scale,
+            vec3_values,
+            vec3_in,
+            vec3_out,
+            quat_values,
+            quat_in,
+            quat_out,
+            f32_values,
+            f32_in,
+            f32_out,
+            curves,
+            events,
+            root_motion: self.root_motion,
+            additive_reference: None,
+            rest_pose: rig.rest_pose().to_vec(),
+            content_hash: ContentHash(0),
+        };
+        if let Some(reference) = &self.additive_reference {
+            let poses = match reference {
+                AdditiveReference::RestPose => rig.rest_pose().to_vec(),
+                AdditiveReference::ClipStart => {
+                    let t0 = clip.timelines.iter().filter_map(|t| t.times.first().copied()).fold(f32::INFINITY, f32::min);
+                    let t0 = if t0.is_finite() { t0 } else { 0.0 };
+                    (0..n).map(|i| clip.sample_bone(BoneIndex(i as u32), t0)).collect()
+                }
+                AdditiveReference::Pose(list) => {
+                    let mut poses = rig.rest_pose().to_vec();
+                    for (name, pose) in list {
+                        let bone = rig.find_by_name(name).ok_or_else(|| BakeError::UnknownBone { asset: asset.clone(), bone: name.clone() })?;
+                        if !pose.is_valid() {
+                            return Err(BakeError::NotFinite { asset, location: format!("additive reference of bone '{name}'") });
+                        }
+                        poses[bone.get()] = *pose;
+                    }
+                    poses
+                }
+            };
+            for p in &poses {
+                hasher.vec3(p.translation).quat(p.rotation).vec3(p.scale);
+            }
+            clip.additive_reference = Some(poses);
+        }
+        clip.content_hash = hasher.finish();
+        Ok(clip)
+    }
+}
+
+impl Clip {
+    /// Name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Length in seconds.
+    pub fn duration(&self) -> f32 {
+        self.duration
+    }
+    /// Whether playback wraps.
+    pub fn looping(&self) -> bool {
+        self.looping
+    }
+    /// Content hash of the rig this clip was baked for.
+    pub fn rig_hash(&self) -> ContentHash {
+        self.rig_hash
+    }
+    /// Number of bones (the rig's).
+    pub fn bone_count(&self) -> usize {
+        self.translation.len()
+    }
+    /// The shared key-time sequences.
+    pub fn timelines(&self) -> &[Timeline] {
+        &self.timelines
+    }
+    /// Translation channel of each bone.
+    pub fn translation_channels(&self) -> &[Option<Channel>] {
+        &self.translation
+    }
+    /// Rotation channel of each bone.
+    pub fn rotation_channels(&self) -> &[Option<Channel>] {
+        &self.rotation
+    }
+    /// Scale channel of each bone.
+    pub fn scale_channels(&self) -> &[Option<Channel>] {
+        &self.scale
+    }
+    /// User curves.
+    pub fn curves(&self) -> &[CurveChannel] {
+        &self.curves
+    }
+    /// Events, sorted by time.
+    pub fn events(&self) -> &[ClipEvent] {
+        &self.events
+    }
+    /// Whether root motion is extracted from the root bone.
+    pub fn root_motion(&self) -> bool {
+        self.root_motion
+    }
+    /// Per-bone reference pose for additive playback, when the clip has one.
+    pub fn additive_reference(&self) -> Option<&[Transform]> {
+        self.additive_reference.as_deref()
+    }
+    /// The rig's rest pose (bones the clip does not animate keep it).
+    pub fn rest_pose(&self) -> &[Transform] {
+        &self.rest_pose
+    }
+    /// Content hash.
+    pub fn content_hash(&self) -> ContentHash {
+        self.content_hash
+    }
+
+    /// Maps a playback time to clip time: wrapped into `[0, duration)` for looping clips,
+    /// clamped to `[0, duration]` otherwise.
+    #[inline]
+    pub fn wrap_time(&self, t: f32) -> f32 {
+        if !t.is_finite() {
+            return 0.0;
+        }
+        if self.looping && self.duration > 0.0 {
+            let w = t.rem_euclid(self.duration);
+            if w >= self.duration { 0.0 } else { w }
+        } else {
+            t.clamp(0.0, self.duration)
+        }
+    }
+
+    /// Evaluates a vector channel at a located span.
+    #[inline]
+    pub fn eval_vec3(&self, c: &Channel, span: &KeySpan) -> Vec3 {
+        let i0 = (c.first + span.k0) as usize;
+        let i1 = (c.first + span.k1) as usize;
+        let (Some(&v0), Some(&v1)) = (self.vec3_values.get(i0), self.vec3_values.get(i1)) else {
+            return Vec3::ZERO;
+        };
+        match c.interpolation {
+            Interpolation::Step => v0,
+            Interpolation::Linear => lerp_vec3(v0, v1, span.alpha),
+            Interpolation::Hermite => {
+                if span.k0 == span.k1 {
+                    return v0;
+                }
+                let j0 = (c.first_tangent + span.k0) as usize;
+                let j1 = (c.first_tangent + span.k1) as usize;
+                match (self.vec3_out.get(j0), self.vec3_in.get(j1)) {
+                    (Some(&o0), Some(&i1)) => hermite_vec3(v0, o0, v1, i1, span.dt, span.alpha),
+                    _ => v0,
+                }
+            }
+        }
+    }
+
+    /// Evaluates a rotation channel at a located span (unit quaternion out).
+    #[inline]
+    pub fn eval_quat(&self, c: &Channel, span: &KeySpan) -> Quat {
+        let i0 = (c.first + span.k0) as usize;
+        let i1 = (c.first + span.k1) as usize;
+        let (Some(&q0), Some(&q1)) = (self.quat_values.get(i0), self.quat_values.get(i1)) else {
+            return Quat::IDENTITY;
+        };
+        match c.interpolation {
+            Interpolation::Step => q0,
+            Interpolation::Linear => slerp_shortest(q0, q1, span.alpha),
+            Interpolation::Hermite => {
+                let j0 = (c.first_tangent + span.k0) as usize;
+                let j1 = (c.first_tangent + span.k1) as usize;
+                match (self.quat_out.get(j0), self.quat_in.get(j1)) {
+                    (Some(&o0), Some(&i1)) if span.k0 != span.k1 => hermite_quat(q0, o0, q1, i1, span.dt, span.alpha),
+                    _ => q0.normalize(),
+                }
+            }
+        }
+    }
+
+    /// Evaluates a scalar (curve) channel at a located span.
+    #[inline]
+    pub fn eval_f32(&self, c: &Channel, span: &KeySpan) -> f32 {
+        let i0 = (c.first + span.k0) as usize;
+        let i1 = (c.first + span.k1) as usize;
+        let (Some(&v0), Some(&v1)) = (self.f32_values.get(i0), self.f32_values.get(i1)) else {
+            return 0.0;
+        };
+        match c.interpolation {
+            Interpolation::Step => v0,
+            Interpolation::Linear => v0 + (v1 - v0) * span.alpha,
+            Interpolation::Hermite => {
+                if span.k0 == span.k1 {
+                    return v0;
+                }
+                let j0 = (c.first_tangent + span.k0) as usize;
+                let j1 = (c.first_tangent + span.k1) as usize;
+                match (self.f32_out.get(j0), self.f32_in.get(j1)) {
+                    (Some(&o0), Some(&i1)) => {
+                        let [h00, h10, h01, h11] = hermite_basis(span.alpha);
+                        v0 * h00 + o0 * h10 * span.dt + v1 * h01 + i1 * h11 * span.dt
+                    }
+                    _ => v0,
+                }
+            }
+        }
+    }
+
+    /// The span of a timeline at clip time `t`, searched from scratch.
+    #[inline]
+    pub fn locate(&self, timeline: u32, t: f32) -> KeySpan {
+        self.timelines.get(timeline as usize).map_or_else(KeySpan::default, |tl| tl.locate(t, 0))
+    }
+
+    /// Reference sampler: one bone at clip time `t` (no wrapping), searching every key. Bones
+    /// or parts without a track take the rest pose. The sampling job is checked against it.
+    pub fn sample_bone(&self, bone: BoneIndex, t: f32) -> Transform {
+        let i = bone.get();
+        let rest = self.rest_pose.get(i).copied().unwrap_or(Transform::IDENTITY);
+        let translation = self.translation.get(i).copied().flatten().map_or(rest.translation, |c| self.eval_vec3(&c, &self.locate(c.timeline, t)));
+        let rotation = self.rotation.get(i).copied().flatten().map_or(rest.rotation, |c| self.eval_quat(&c, &self.locate(c.timeline, t)));
+        let scale = self.scale.get(i).copied().flatten().map_or(rest.scale, |c| self.eval_vec3(&c, &self.locate(c.timeline, t)));
+        Transform { translation, rotation, scale }
+    }
+
+    /// Reference sampler for a user curve at clip time `t`.
+    pub fn sample_curve(&self, curve: usize, t: f32) -> Option<f32> {
+        let c = self.curves.get(curve)?;
+        Some(self.eval_f32(&c.channel, &self.locate(c.channel.timeline, t)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asset::{RawBone, RawRig};
+
+    fn rig() -> Rig {
+        RawRig {
+            name: "r".into(),
+            bones: vec![
+                RawBone { name: "root".into(), parent: None, rest: Transform::IDENTITY },
+                RawBone { name: "b".into(), parent: Some(0), rest: Transform::from_translation(Vec3::Y) },
+            ],
+        }
+        .bake()
+        .unwrap()
+    }
+
+    #[test]
+    fn linear_step_and_hermite_match_hand_computed_values() {
+        let rig = rig();
+        let times = vec![0.5, 1.5, 2.5];
+        let raw = RawClip {
+            name: "c".into(),
+            bones: vec![RawBoneTracks {
+                bone: "b".into(),
+                translation: Some(RawTrack::linear(times.clone(), vec![Vec3::ZERO, Vec3::X * 2.0, Vec3::X * 4.0])),
+                rotation: None,
+                scale: Some(RawTrack::step(times.clone(), vec![Vec3::ONE, Vec3::splat(2.0), Vec3::splat(3.0)])),
+            }],
+            curves: vec![RawCurve {
+                name: "h".into(),
+                track: RawTrack::hermite(vec![0.0, 2.0], vec![0.0, 4.0], vec![1.0, -1.0], vec![1.0, -1.0]),
+            }],
+            ..Default::default()
+        };
+        let clip = raw.bake(&rig).unwrap();
+        assert_eq!(clip.duration(), 2.5);
+        assert_eq!(clip.timelines().len(), 2, "T and S share a timeline");
+        // Before the first key: hold the first value. After the last: the last.
+        assert_eq!(clip.sample_bone(BoneIndex(1), 0.0).translation, Vec3::ZERO);
+        assert_eq!(clip.sample_bone(BoneIndex(1), 9.0).translation, Vec3::X * 4.0);
+        // 1.0 is half way between 0.5 and 1.5.
+        assert!((clip.sample_bone(BoneIndex(1), 1.0).translation - Vec3::X).length() < 1e-6);
+        assert_eq!(clip.sample_bone(BoneIndex(1), 1.49).scale, Vec3::ONE);
+        assert_eq!(clip.sample_bone(BoneIndex(1), 1.5).scale, Vec3::splat(2.0));
+        // Untracked parts keep the rest pose.
+        assert_eq!(clip.sample_bone(BoneIndex(1), 1.0).rotation, Quat::IDENTITY);
+        assert_eq!(clip.sample_bone(BoneIndex(0), 1.0), Transform::IDENTITY);
+        // Hermite at s = 0.5, dt = 2: 0*0.5 + 1*0.125*2 + 4*0.5 + (-1)*(-0.125)*2 = 2.5
+        assert!((clip.sample_curve(0, 1.0).unwrap() - 2.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn locate_with_a_cursor_agrees_with_a_fresh_search() {
+        let tl = Timeline { times: (0..50).map(|i| i as f32 * 0.1 + (i % 3) as f32 * 0.01).collect() };
+        let mut cursor = 0;
+        let mut t = -0.3;
+        while t < 5.5 {
+            let a = tl.locate(t, cursor);
+            let b = tl.locate(t, 0);
+            assert_eq!(a, b, "t = {t}");
+            cursor = a.k0;
+            t += 0.037;
+        }
+        // Backwards jumps too.
+        assert_eq!(tl.locate(0.55, 40), tl.locate(0.55, 0));
+    }
+
+    #[test]
+    fn bake_rejects_bad_tracks() {
+        let rig = rig();
+        let mk = |track: RawTrack<Vec3>| RawClip {
+            name: "bad".into(),
+            bones: vec![RawBoneTracks { bone: "b".into(), translation: Some(track), rotation: None, scale: None }],
+            ..Default::default()
+        };
+        assert!(matches!(mk(RawTrack::linear(vec![0.0, 0.0], vec![Vec3::ZERO; 2])).bake(&rig), Err(BakeError::KeyTimesNotIncreasing { .. })));
+        assert!(matches!(mk(RawTrack::linear(vec![0.0, 1.0], vec![Vec3::ZERO])).bake(&rig), Err(BakeError::LengthMismatch { .. })));
+        assert!(matches!(mk(RawTrack::linear(vec![0.0], vec![Vec3::NAN])).bake(&rig), Err(BakeError::NotFinite { .. })));
+        assert!(matches!(mk(RawTrack::linear(vec![f32::NAN], vec![Vec3::ZERO])).bake(&rig), Err(BakeError::NotFinite { .. })));
+        assert!(matches!(mk(RawTrack::linear(vec![], vec![])).bake(&rig), Err(BakeError::Empty { .. })));
+        let unknown = RawClip { name: "u".into(), bones: vec![RawBoneTracks { bone: "nope".into(), translation: None, rotation: None, scale: None }], ..Default::default() };
+        assert!(matches!(unknown.bake(&rig), Err(BakeError::UnknownBone { .. })));
+    }
+}

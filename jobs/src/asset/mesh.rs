@@ -1,0 +1,315 @@
+use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
+use super::BakeError;
+use glam::{Affine3A, Mat4, Vec3};
+
+/// Influences per vertex that the baked mesh can carry (two sets of four).
+pub const MAX_INFLUENCES: usize = 8;
+
+/// A mesh bone: which rig bone drives it (by name hash) and its inverse bind matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SkinnedMeshBone {
+    /// The bone's name.
+    pub name: String,
+    /// Its name hash (the key for rig matching).
+    pub hash: BoneHash,
+    /// Model space to bone space at bind time.
+    pub inverse_bind: Mat4,
+}
+
+/// One vertex's influences: `(mesh bone index, weight)` pairs, at most [`MAX_INFLUENCES`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RawVertexInfluences(pub Vec<(u16, f32)>);
+
+/// An editable skinned mesh.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RawSkinnedMesh {
+    /// Name for messages.
+    pub name: String,
+    /// Mesh bones: name and inverse bind matrix. Vertex joint indices index this list.
+    pub bones: Vec<(String, Mat4)>,
+    /// Bind-pose positions.
+    pub positions: Vec<Vec3>,
+    /// Bind-pose normals (empty, or one per position).
+    pub normals: Vec<Vec3>,
+    /// Per-vertex influences (one entry per position).
+    pub influences: Vec<RawVertexInfluences>,
+    /// Triangle list indices.
+    pub indices: Vec<u32>,
+}
+
+/// A baked skinned mesh. Influences are stored GPU-ready: four `u32` joints and four weights per
+/// vertex in the first set, and a second set when any vertex has more than four.
+#[derive(Debug)]
+pub struct SkinnedMesh {
+    name: String,
+    bones: Vec<SkinnedMeshBone>,
+    positions: Vec<Vec3>,
+    normals: Vec<Vec3>,
+    joints: Vec<[u32; 4]>,
+    weights: Vec<[f32; 4]>,
+    joints_extra: Vec<[u32; 4]>,
+    weights_extra: Vec<[f32; 4]>,
+    indices: Vec<u32>,
+    renormalized_vertices: usize,
+    content_hash: ContentHash,
+}
+
+impl RawSkinnedMesh {
+    /// Validates and packs the mesh. Weights are sorted by size, their sum renormalised to 1
+    /// (the number of vertices whose sum was off by more than 1e-3 is kept in
+    /// [`SkinnedMesh::renormalized_vertices`]).
+    ///
+    /// # Errors
+    /// [`BakeError`] for no bones, arrays of different lengths, joint or triangle indices out of
+    /// range, more than [`MAX_INFLUENCES`] influences, NaN, infinite or negative weights, a
+    /// vertex whose weights sum to zero, or non-finite positions, normals or matrices.
+    pub fn bake(&self) -> Result<SkinnedMesh, BakeError> {
+        let asset = format!("mesh '{}'", self.name);
+        if self.bones.is_empty() {
+            return Err(BakeError::Empty { asset, what: "the bone list" });
+        }
+        let nv = self.positions.len();
+        if self.influences.len() != nv {
+            return Err(BakeError::LengthMismatch { asset, location: "influences".into(), expected: nv, actual: self.influences.len() });
+        }
+        if !self.normals.is_empty() && self.normals.len() != nv {
+            return Err(BakeError::LengthMismatch { asset, location: "normals".into(), expected: nv, actual: self.normals.len() });
+        }
+        let mut hasher = ContentHasher::new();
+        hasher.str("mesh").str(&self.name).u64(self.bones.len() as u64);
+        let mut bones = Vec::with_capacity(self.bones.len());
+        let mut seen = hashbrown::HashSet::new();
+        for (name, m) in &self.bones {
+            if !m.is_finite() {
+                return Err(BakeError::NotFinite { asset, location: format!("inverse bind matrix of bone '{name}'") });
+            }
+            if !seen.insert(name.as_str()) {
+                return Err(BakeError::DuplicateBoneName { asset, name: name.clone() });
+            }
+            hasher.str(name).mat4(m);
+            bones.push(SkinnedMeshBone { name: name.clone(), hash: bone_hash(name), inverse_bind: *m });
+        }
+        if let Some(i) = self.positions.iter().position(|p| !p.is_finite()) {
+            return Err(BakeError::NotFinite { asset, location: format!("position of vertex {i}") });
+        }
+        if let Some(i) = self.normals.iter().position(|p| !p.is_finite()) {
+            return Err(BakeError::NotFinite { asset, location: format!("normal of vertex {i}") });
+        }
+        let extra = self.influences.iter().any(|inf| inf.0.len() > 4);
+        let mut joints = Vec::with_capacity(nv);
+        let mut weights = Vec::with_capacity(nv);
+        let mut joints_extra = Vec::new();
+        let mut weights_extra = Vec::new();
+        let mut renormalized = 0;
+        for (v, inf) in self.influences.iter().enumerate() {
+            if inf.0.len() > MAX_INFLUENCES {
+                return Err(BakeError::Invalid { asset, reason: format!("vertex {v} has {} influences (at most {MAX_INFLUENCES})", inf.0.len()) });
+            }
+            let mut list: Vec<(u16, f32)> = Vec::with_capacity(MAX_INFLUENCES);
+            for &(j, w) in &inf.0 {
+                if usize::from(j) >= self.bones.len() {
+                    return Err(BakeError::IndexOutOfRange { asset, location: format!("joint of vertex {v}"), index: usize::from(j), len: self.bones.len() });
+                }
+                if !w.is_finite() || w < 0.0 {
+                    return Err(BakeError::NotFinite { asset, location: format!("weight of vertex {v} (must be finite and >= 0)") });
+                }
+                if w > 0.0 {
+                    list.push((j, w));
+                }
+            }
+            let sum: f32 = list.iter().map(|x| x.1).sum();
+            if !(sum > 0.0) {
+                return Err(BakeError::Invalid { asset, reason: format!("vertex {v} has no positive weight") });
+            }
+            if (sum - 1.0).abs() > 1e-3 {
+                renormalized += 1;
+            }
+            list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let mut j4 = [0u32; 8];
+            let mut w4 = [0f32; 8];
+            for (k, (j, w)) in list.iter().enumerate() {
+                j4[k] = u32::from(*j);
+                w4[k] = *w / sum;
+            }
+            for k in 0..8 {
+                hasher.u64(u64::from(j4[k])).f32(w4[k]);
+            }
+            joints.push([j4[0], j4[1], j4[2], j4[3]]);
+            weights.push([w4[0], w4[1], w4[2], w4[3]]);
+            if extra {
+                joints_extra.push([j4[4], j4[5], j4[6], j4[7]]);
+                weights_extra.push([w4[4], w4[5], w4[6], w4[7]]);
+            }
+        }
+        if self.indices.len() % 3 != 0 {
+            return Err(BakeError::Invalid { asset, reason: format!("{} indices is not a whole number of triangles", self.indices.len()) });
+        }
+        if let Some(&i) = self.indices.iter().find(|&&i| i as usize >= nv) {
+            return Err(BakeError::IndexOutOfRange { asset, location: "triangle indices".into(), index: i as usize, len: nv });
+        }
+        for p in &self.positions {
+            hasher.vec3(*p);
+        }
+        for p in &self.normals {
+            hasher.vec3(*p);
+        }
+        for &i in &self.indices {
+            hasher.u64(u64::from(i));
+        }
+        Ok(SkinnedMesh {
+            name: self.name.clone(),
+            bones,
+            positions: self.positions.clone(),
+            normals: self.normals.clone(),
+            joints,
+            weights,
+            joints_extra,
+            weights_extra,
+            indices: self.indices.clone(),
+            renormalized_vertices: renormalized,
+            content_hash: hasher.finish(),
+        })
+    }
+}
+
+impl SkinnedMesh {
+    /// Name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Mesh bones (the palette has one entry per mesh bone, in this order).
+    pub fn bones(&self) -> &[SkinnedMeshBone] {
+        &self.bones
+    }
+    /// Number of mesh bones (palette entries).
+    pub fn bone_count(&self) -> usize {
+        self.bones.len()
+    }
+    /// Bind-pose positions.
+    pub fn positions(&self) -> &[Vec3] {
+        &self.positions
+    }
+    /// Bind-pose normals (empty when the source had none).
+    pub fn normals(&self) -> &[Vec3] {
+        &self.normals
+    }
+    /// First four joints per vertex (mesh bone indices).
+    pub fn joints(&self) -> &[[u32; 4]] {
+        &self.joints
+    }
+    /// First four weights per vertex; with the second set they sum to 1.
+    pub fn weights(&self) -> &[[f32; 4]] {
+        &self.weights
+    }
+    /// Joints 5 to 8 per vertex; empty when every vertex has at most four influences.
+    pub fn joints_extra(&self) -> &[[u32; 4]] {
+        &self.joints_extra
+    }
+    /// Weights 5 to 8 per vertex; empty when every vertex has at most four influences.
+    pub fn weights_extra(&self) -> &[[f32; 4]] {
+        &self.weights_extra
+    }
+    /// Triangle list.
+    pub fn indices(&self) -> &[u32] {
+        &self.indices
+    }
+    /// Vertices whose weights did not sum to 1 (within 1e-3) and were renormalised.
+    pub fn renormalized_vertices(&self) -> usize {
+        self.renormalized_vertices
+    }
+    /// Content hash.
+    pub fn content_hash(&self) -> ContentHash {
+        self.content_hash
+    }
+
+    /// Reference linear blend skinning on the CPU: `p = Σ wᵢ · paletteᵢ · p_bind` for every
+    /// vertex, with the palette as float3x4 column-major entries (one per mesh bone). Returns
+    /// positions and normals (normals transformed by the blended matrix's linear part and
+    /// renormalised). A palette shorter than the mesh's bone count skins with identity for the
+    /// missing entries.
+    pub fn skin_cpu(&self, palette: &[[f32; 12]]) -> (Vec<Vec3>, Vec<Vec3>) {
+        let mats: Vec<Affine3A> = (0..self.bones.len())
+            .map(|i| palette.get(i).map_or(Affine3A::IDENTITY, |p| {
+                Affine3A::from_cols_array(p)
+            }))
+            .collect();
+        let mut out_p = Vec::with_capacity(self.positions.len());
+        let mut out_n = Vec::with_capacity(self.normals.len());
+        for v in 0..self.positions.len() {
+            let mut m = [0.0f32; 12];
+            let sets = [(self.joints.get(v), self.weights.get(v)), (self.joints_extra.get(v), self.weights_extra.get(v))];
+            for (j, w) in sets {
+                let (Some(j), Some(w)) = (j, w) else { continue };
+                for k in 0..4 {
+                    if w[k] == 0.0 {
+                        continue;
+                    }
+                    let a = mats.get(j[k] as usize).copied().unwrap_or(Affine3A::IDENTITY).to_cols_array();
+                    for e in 0..12 {
+                        m[e] += a[e] * w[k];
+                    }
+                }
+            }
+            let blended = Affine3A::from_cols_array(&m);
+            out_p.push(blended.transform_point3(self.positions[v]));
+            if let Some(n) = self.normals.get(v) {
+                out_n.push(blended.transform_vector3(*n).normalize_or_zero());
+            }
+        }
+        (out_p, out_n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw() -> RawSkinnedMesh {
+        RawSkinnedMesh {
+            name: "m".into(),
+            bones: vec![("a".into(), Mat4::IDENTITY), ("b".into(), Mat4::from_translation(Vec3::NEG_Y))],
+            positions: vec![Vec3::ZERO, Vec3::Y],
+            normals: vec![],
+            influences: vec![RawVertexInfluences(vec![(0, 1.0)]), RawVertexInfluences(vec![(0, 0.2), (1, 0.6)])],
+            indices: vec![],
+        }
+    }
+
+    #[test]
+    fn bake_sorts_and_renormalises_weights() {
+        let m = raw().bake().unwrap();
+        assert_eq!(m.renormalized_vertices(), 1);
+        assert_eq!(m.joints()[1], [1, 0, 0, 0]);
+        assert!((m.weights()[1][0] - 0.75).abs() < 1e-6 && (m.weights()[1][1] - 0.25).abs() < 1e-6);
+    }
+
+    #[test]
+    fn skin_cpu_blends_matrices() {
+        let m = raw().bake().unwrap();
+        // Bone 1 translated by +2 in x; bone 0 identity. Vertex 1: 0.75 * (1 -> +2x) + 0.25 * identity.
+        let id = [1., 0., 0., 0., 1., 0., 0., 0., 1., 0., 0., 0.];
+        let moved = [1., 0., 0., 0., 1., 0., 0., 0., 1., 2., 0., 0.];
+        let (p, _) = m.skin_cpu(&[id, moved]);
+        assert_eq!(p[0], Vec3::ZERO);
+        assert!((p[1] - Vec3::new(1.5, 1.0, 0.0)).length() < 1e-6);
+    }
+
+    #[test]
+    fn bake_rejects_bad_meshes() {
+        let mut r = raw();
+        r.influences[0].0[0].0 = 9;
+        assert!(matches!(r.bake(), Err(BakeError::IndexOutOfRange { .. })));
+        let mut r = raw();
+        r.influences[0].0[0].1 = f32::NAN;
+        assert!(matches!(r.bake(), Err(BakeError::NotFinite { .. })));
+        let mut r = raw();
+        r.indices = vec![0, 1, 5];
+        assert!(matches!(r.bake(), Err(BakeError::IndexOutOfRange { .. })));
+        let mut r = raw();
+        r.influences.pop();
+        assert!(matches!(r.bake(), Err(BakeError::LengthMismatch { .. })));
+        let mut r = raw();
+        r.influences[0].0[0].1 = 0.0;
+        assert!(matches!(r.bake(), Err(BakeError::Invalid { .. })));
+    }
+}

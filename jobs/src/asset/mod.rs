@@ -1,0 +1,26 @@
+//! Animation assets: editable `Raw*` inputs, `bake()`, and the immutable runtime assets.
+//!
+//! Bake validates every input (finite numbers, increasing key times, parents in range, no
+//! cycles, matching array lengths) and establishes the invariants that the jobs rely on:
+//! bones are ordered parent-first (`parent < child`), key arrays are structure-of-arrays, and
+//! every runtime asset is immutable and shared through `Arc`.
+
+mod clip;
+mod error;
+mod hash;
+mod mask;
+mod mesh;
+mod registry;
+mod rig;
+
+pub use crate::math::Transform;
+pub use clip::{
+    AdditiveReference, Channel, Clip, ClipEvent, CurveChannel, Interpolation, KeySpan, RawBoneTracks,
+    RawClip, RawCurve, RawEvent, RawTrack, Timeline,
+};
+pub use error::BakeError;
+pub use hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
+pub use mask::{AvatarMask, RawAvatarMask};
+pub use mesh::{MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh, SkinnedMeshBone};
+pub use registry::AssetRegistry;
+pub use rig::{BoneIndex, RawBone, RawRig, Rig};

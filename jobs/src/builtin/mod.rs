@@ -1,0 +1,1 @@
+//! The built-in procedural character: rig, skinned mesh and clips made in code.

@@ -1,0 +1,1 @@
+//! RBF deformation: a low-poly cage drives a high-poly mesh.

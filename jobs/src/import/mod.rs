@@ -1,0 +1,1 @@
+//! Importers that turn files into `Raw*` assets (glTF 2.0).

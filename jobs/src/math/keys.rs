@@ -1,0 +1,89 @@
+use glam::{Quat, Vec3, Vec4};
+
+/// The four cubic Hermite basis functions at `s` in `[0, 1]`:
+/// `(h00, h10, h01, h11)` for value 0, tangent 0, value 1, tangent 1.
+#[inline]
+pub fn hermite_basis(s: f32) -> [f32; 4] {
+    let s2 = s * s;
+    let s3 = s2 * s;
+    [2.0 * s3 - 3.0 * s2 + 1.0, s3 - 2.0 * s2 + s, -2.0 * s3 + 3.0 * s2, s3 - s2]
+}
+
+/// Cubic Hermite interpolation of a vector between key 0 and key 1. `out_tangent0` and
+/// `in_tangent1` are derivatives per second; `dt` is the key interval in seconds, so the
+/// tangents are scaled by it (glTF CUBICSPLINE and Unity curves both follow this rule).
+#[inline]
+pub fn hermite_vec3(v0: Vec3, out_tangent0: Vec3, v1: Vec3, in_tangent1: Vec3, dt: f32, s: f32) -> Vec3 {
+    let [h00, h10, h01, h11] = hermite_basis(s);
+    v0 * h00 + out_tangent0 * (h10 * dt) + v1 * h01 + in_tangent1 * (h11 * dt)
+}
+
+/// Component-wise cubic Hermite interpolation of a quaternion, normalised afterwards (the glTF
+/// rule for CUBICSPLINE rotations).
+#[inline]
+pub fn hermite_quat(q0: Quat, out_tangent0: Quat, q1: Quat, in_tangent1: Quat, dt: f32, s: f32) -> Quat {
+    let [h00, h10, h01, h11] = hermite_basis(s);
+    let v = Vec4::from(q0) * h00
+        + Vec4::from(out_tangent0) * (h10 * dt)
+        + Vec4::from(q1) * h01
+        + Vec4::from(in_tangent1) * (h11 * dt);
+    let len = v.length();
+    if len > 0.0 && len.is_finite() { Quat::from_vec4(v / len) } else { q0 }
+}
+
+/// Linear interpolation of vectors.
+#[inline]
+pub fn lerp_vec3(a: Vec3, b: Vec3, s: f32) -> Vec3 {
+    a + (b - a) * s
+}
+
+/// Spherical linear interpolation along the shortest path (the glTF LINEAR rule for
+/// rotations). Falls back to a normalised lerp when the two rotations are nearly equal.
+#[inline]
+pub fn slerp_shortest(a: Quat, b: Quat, s: f32) -> Quat {
+    let mut d = a.dot(b);
+    let b = if d < 0.0 {
+        d = -d;
+        -b
+    } else {
+        b
+    };
+    if d > 0.9995 {
+        let v = Vec4::from(a) + (Vec4::from(b) - Vec4::from(a)) * s;
+        return Quat::from_vec4(v.normalize_or(Vec4::from(a)));
+    }
+    let theta = d.clamp(-1.0, 1.0).acos();
+    let sin_theta = theta.sin();
+    let wa = ((1.0 - s) * theta).sin() / sin_theta;
+    let wb = (s * theta).sin() / sin_theta;
+    Quat::from_vec4(Vec4::from(a) * wa + Vec4::from(b) * wb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hermite_hits_endpoints_and_matches_hand_computed_midpoint() {
+        let v0 = Vec3::new(0.0, 1.0, 2.0);
+        let v1 = Vec3::new(4.0, 1.0, -2.0);
+        let m0 = Vec3::new(1.0, 0.0, 0.0);
+        let m1 = Vec3::new(-1.0, 0.0, 0.0);
+        assert_eq!(hermite_vec3(v0, m0, v1, m1, 2.0, 0.0), v0);
+        assert_eq!(hermite_vec3(v0, m0, v1, m1, 2.0, 1.0), v1);
+        // s = 0.5: h00 = h01 = 0.5, h10 = 0.125, h11 = -0.125; dt = 2
+        // x = 0 + 1*0.125*2 + 4*0.5 + (-1)*(-0.125)*2 = 0.25 + 2 + 0.25 = 2.5
+        let mid = hermite_vec3(v0, m0, v1, m1, 2.0, 0.5);
+        assert!((mid - Vec3::new(2.5, 1.0, 0.0)).length() < 1e-6, "{mid}");
+    }
+
+    #[test]
+    fn slerp_takes_the_short_way_and_keeps_unit_length() {
+        let a = Quat::from_rotation_y(0.1);
+        let b = -Quat::from_rotation_y(0.5); // same rotation, opposite sign
+        let m = slerp_shortest(a, b, 0.5);
+        let expected = Quat::from_rotation_y(0.3);
+        assert!(m.dot(expected).abs() > 1.0 - 1e-6);
+        assert!((m.length() - 1.0).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,11 @@
+//! Math used by the jobs: the TRS [`Transform`], key evaluation (step, linear, Hermite) and
+//! quaternion blending helpers. Everything here is scalar reference code on glam types; the
+//! sampling job's batched path is checked against it.
+
+mod blend;
+mod keys;
+mod transform;
+
+pub use blend::{LayerSum, PoseAccumulator, additive_apply, quat_align};
+pub use keys::{hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, slerp_shortest};
+pub use transform::{Transform, palette_3x4};

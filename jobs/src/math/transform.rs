@@ -1,0 +1,100 @@
+use glam::{Affine3A, Mat4, Quat, Vec3};
+
+/// A local transform: translation, rotation (unit quaternion) and scale, applied as
+/// `T * R * S` (scale first).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Transform {
+    /// Translation.
+    pub translation: Vec3,
+    /// Rotation, a unit quaternion.
+    pub rotation: Quat,
+    /// Per-axis scale.
+    pub scale: Vec3,
+}
+
+impl Default for Transform {
+    fn default() -> Self {
+        Self::IDENTITY
+    }
+}
+
+impl Transform {
+    /// The identity transform.
+    pub const IDENTITY: Self = Self { translation: Vec3::ZERO, rotation: Quat::IDENTITY, scale: Vec3::ONE };
+
+    /// A pure translation.
+    pub fn from_translation(translation: Vec3) -> Self {
+        Self { translation, ..Self::IDENTITY }
+    }
+
+    /// A pure rotation.
+    pub fn from_rotation(rotation: Quat) -> Self {
+        Self { rotation, ..Self::IDENTITY }
+    }
+
+    /// Translation, rotation and scale.
+    pub fn new(translation: Vec3, rotation: Quat, scale: Vec3) -> Self {
+        Self { translation, rotation, scale }
+    }
+
+    /// The affine matrix `T * R * S`.
+    #[inline]
+    pub fn to_affine(&self) -> Affine3A {
+        Affine3A::from_scale_rotation_translation(self.scale, self.rotation, self.translation)
+    }
+
+    /// The 4x4 matrix `T * R * S`.
+    pub fn to_mat4(&self) -> Mat4 {
+        Mat4::from_scale_rotation_translation(self.scale, self.rotation, self.translation)
+    }
+
+    /// Whether every component is finite and the rotation has unit length within `1e-3`.
+    pub fn is_valid(&self) -> bool {
+        self.translation.is_finite()
+            && self.rotation.is_finite()
+            && self.scale.is_finite()
+            && (self.rotation.length() - 1.0).abs() < 1e-3
+    }
+
+    /// Decomposes an affine matrix into translation, rotation and scale. Shear is lost.
+    pub fn from_affine(m: &Affine3A) -> Self {
+        let (scale, rotation, translation) = m.to_scale_rotation_translation();
+        Self { translation, rotation, scale }
+    }
+}
+
+/// Writes an affine matrix as a float3x4 palette entry: 12 floats, column-major
+/// (`c0.xyz, c1.xyz, c2.xyz, c3.xyz`), the last column being the translation.
+#[inline]
+pub fn palette_3x4(m: &Affine3A, out: &mut [f32; 12]) {
+    let c0 = m.matrix3.x_axis;
+    let c1 = m.matrix3.y_axis;
+    let c2 = m.matrix3.z_axis;
+    let c3 = m.translation;
+    *out = [c0.x, c0.y, c0.z, c1.x, c1.y, c1.z, c2.x, c2.y, c2.z, c3.x, c3.y, c3.z];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trs_applies_scale_then_rotation_then_translation() {
+        let t = Transform::new(
+            Vec3::new(1.0, 2.0, 3.0),
+            Quat::from_rotation_z(std::f32::consts::FRAC_PI_2),
+            Vec3::splat(2.0),
+        );
+        // (1,0,0) scaled by 2 -> (2,0,0), rotated 90 degrees about z -> (0,2,0), moved -> (1,4,3).
+        let p = t.to_affine().transform_point3(Vec3::X);
+        assert!((p - Vec3::new(1.0, 4.0, 3.0)).length() < 1e-6, "{p}");
+    }
+
+    #[test]
+    fn palette_is_column_major_3x4() {
+        let m = Affine3A::from_cols_array(&[1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12.]);
+        let mut out = [0.0; 12];
+        palette_3x4(&m, &mut out);
+        assert_eq!(out, [1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12.]);
+    }
+}
