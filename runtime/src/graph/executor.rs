@@ -1,0 +1,305 @@
+//! [`Graph`]: runs the nodes each frame on rayon by counting down dependencies.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bumpalo::Bump;
+
+use super::context::NodeContext;
+use super::{Access, FrameError, Node, NodeError, NodeId, NodeTiming};
+use crate::store::{ApplyReport, CommandBuffer, Store, StoreError};
+
+struct Slot {
+    node: Box<dyn Node>,
+    scratch: Bump,
+    timing: Option<(Duration, Duration)>,
+}
+
+/// A checked graph, built by [`GraphBuilder::build`](super::GraphBuilder::build).
+pub struct Graph {
+    slots: Vec<Mutex<Slot>>,
+    names: Vec<String>,
+    accesses: Vec<Access>,
+    successors: Vec<Vec<usize>>,
+    successor_ids: Vec<Vec<NodeId>>,
+    in_degree: Vec<usize>,
+    commands: CommandBuffer,
+    timings: Vec<NodeTiming>,
+    frame_time: Duration,
+    last_report: Option<ApplyReport>,
+}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Graph")
+            .field("nodes", &self.names)
+            .field("successors", &self.successors)
+            .finish()
+    }
+}
+
+enum Failure {
+    Error(NodeError),
+    Panic(String),
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "<non-string panic payload>".to_owned()
+    }
+}
+
+/// State shared by the tasks of one frame.
+struct Frame<'g> {
+    graph_slots: &'g [Mutex<Slot>],
+    names: &'g [String],
+    accesses: &'g [Access],
+    successors: &'g [Vec<usize>],
+    remaining: Vec<AtomicUsize>,
+    stop: AtomicBool,
+    failure: Mutex<Option<(usize, Failure)>>,
+    store: &'g Store,
+    commands: &'g CommandBuffer,
+    start: Instant,
+}
+
+impl<'g> Frame<'g> {
+    fn run_node<'s>(&'s self, scope: &rayon::Scope<'s>, i: usize) {
+        if self.stop.load(Ordering::Acquire) {
+            return;
+        }
+        let outcome = {
+            let mut guard = self.graph_slots[i]
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let slot = &mut *guard;
+            slot.scratch.reset();
+            let ctx = NodeContext {
+                store: self.store,
+                name: &self.names[i],
+                access: &self.accesses[i],
+                commands: self.commands,
+                scratch: &slot.scratch,
+            };
+            let started = self.start.elapsed();
+            let t0 = Instant::now();
+            let node = &mut slot.node;
+            let result = catch_unwind(AssertUnwindSafe(|| node.run(&ctx)));
+            slot.timing = Some((started, t0.elapsed()));
+            result
+        };
+        let failure = match outcome {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(Failure::Error(e)),
+            Err(payload) => Some(Failure::Panic(panic_message(&*payload))),
+        };
+        if let Some(f) = failure {
+            self.stop.store(true, Ordering::Release);
+            let mut slot = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+            // Keep the failure of the lowest node index, for a deterministic report.
+            if slot.as_ref().is_none_or(|(j, _)| i < *j) {
+                *slot = Some((i, f));
+            }
+            return;
+        }
+        for &s in &self.successors[i] {
+            if self.remaining[s].fetch_sub(1, Ordering::AcqRel) == 1 {
+                scope.spawn(move |scope| self.run_node(scope, s));
+            }
+        }
+    }
+}
+
+impl Graph {
+    pub(crate) fn new(
+        nodes: Vec<Box<dyn Node>>,
+        names: Vec<String>,
+        accesses: Vec<Access>,
+        successors: Vec<Vec<usize>>,
+    ) -> Self {
+        let mut in_degree = vec![0; nodes.len()];
+        for ss in &successors {
+            for &s in ss {
+                in_degree[s] += 1;
+            }
+        }
+        let successor_ids = successors
+            .iter()
+            .map(|ss| ss.iter().map(|&s| NodeId(s as u32)).collect())
+            .collect();
+        let timings = names
+            .iter()
+            .map(|name| NodeTiming {
+                name: name.clone(),
+                duration: Duration::ZERO,
+                started_at_offset: Duration::ZERO,
+                ran: false,
+            })
+            .collect();
+        Self {
+            slots: nodes
+                .into_iter()
+                .map(|node| {
+                    Mutex::new(Slot {
+                        node,
+                        scratch: Bump::new(),
+                        timing: None,
+                    })
+                })
+                .collect(),
+            names,
+            accesses,
+            successors,
+            successor_ids,
+            in_degree,
+            commands: CommandBuffer::new(),
+            timings,
+            frame_time: Duration::ZERO,
+            last_report: None,
+        }
+    }
+
+    /// Runs one frame: every node once, each after all of its predecessors (explicit edges and
+    /// the read/write orderings added at build), ready nodes concurrently on the current rayon
+    /// pool. Then applies the commands recorded into [`Graph::commands`].
+    ///
+    /// A node that returns an error or panics stops the frame: no new node starts, running ones
+    /// finish, the commands recorded during the frame are discarded, and the error names the
+    /// node (if several fail concurrently, the one added first is reported).
+    ///
+    /// # Errors
+    /// [`FrameError::NodeFailed`], [`FrameError::NodePanicked`], or [`FrameError::Commands`] if
+    /// some deferred commands failed (the others were applied; see
+    /// [`Graph::last_apply_report`]).
+    pub fn run(&mut self, store: &mut Store) -> Result<(), FrameError> {
+        let start = Instant::now();
+        for slot in &mut self.slots {
+            slot.get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .timing = None;
+        }
+        let frame = Frame {
+            graph_slots: &self.slots,
+            names: &self.names,
+            accesses: &self.accesses,
+            successors: &self.successors,
+            remaining: self
+                .in_degree
+                .iter()
+                .map(|&d| AtomicUsize::new(d))
+                .collect(),
+            stop: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            store,
+            commands: &self.commands,
+            start,
+        };
+        let roots: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.in_degree[i] == 0)
+            .collect();
+        rayon::scope(|scope| {
+            let frame = &frame;
+            for &r in &roots {
+                scope.spawn(move |scope| frame.run_node(scope, r));
+            }
+        });
+        let failure = frame
+            .failure
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (slot, timing) in self.slots.iter_mut().zip(&mut self.timings) {
+            let t = slot
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .timing;
+            timing.ran = t.is_some();
+            let (started, duration) = t.unwrap_or_default();
+            timing.started_at_offset = started;
+            timing.duration = duration;
+        }
+        if let Some((i, f)) = failure {
+            self.commands.clear();
+            self.last_report = None;
+            self.frame_time = start.elapsed();
+            let node = self.names[i].clone();
+            return Err(match f {
+                Failure::Error(error) => FrameError::NodeFailed { node, error },
+                Failure::Panic(message) => FrameError::NodePanicked { node, message },
+            });
+        }
+        let applied = store.apply_commands(&self.commands);
+        self.frame_time = start.elapsed();
+        match applied {
+            Ok(report) => {
+                self.last_report = Some(report);
+                Ok(())
+            }
+            Err(StoreError::CommandsFailed { report }) => {
+                self.last_report = Some((*report).clone());
+                Err(FrameError::Commands {
+                    error: StoreError::CommandsFailed { report },
+                })
+            }
+            Err(error) => Err(FrameError::Commands { error }),
+        }
+    }
+
+    /// The deferred command buffer nodes record into ([`NodeContext::commands`]); applied at the
+    /// end of each successful [`Graph::run`].
+    pub fn commands(&self) -> &CommandBuffer {
+        &self.commands
+    }
+
+    /// The report of the commands applied at the end of the last successful frame.
+    pub fn last_apply_report(&self) -> Option<&ApplyReport> {
+        self.last_report.as_ref()
+    }
+
+    /// Per-node timings of the last frame, in node insertion order.
+    pub fn last_timings(&self) -> &[NodeTiming] {
+        &self.timings
+    }
+
+    /// Wall time of the last frame (nodes and command application).
+    pub fn last_frame_time(&self) -> Duration {
+        self.frame_time
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True if the graph has no node.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The id of the node named `name`.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| NodeId(i as u32))
+    }
+
+    /// The name of a node.
+    pub fn node_name(&self, id: NodeId) -> Option<&str> {
+        self.names.get(id.index()).map(String::as_str)
+    }
+
+    /// The nodes that wait for `id` (explicit edges plus the read/write orderings added at build).
+    pub fn successors(&self, id: NodeId) -> &[NodeId] {
+        self.successor_ids
+            .get(id.index())
+            .map_or(&[], Vec::as_slice)
+    }
+}
