@@ -17,6 +17,10 @@ use crate::store::{
 /// Every accessor checks the node's declared [`Access`] (an undeclared access is an
 /// [`AccessError::Undeclared`] naming node and type) and takes run-time borrow flags, released
 /// when the returned query or guard is dropped.
+///
+/// A context is not `Sync` (its [`scratch`](NodeContext::scratch) arena belongs to the node's
+/// thread): inside `par_for_each*` closures use what you took from it before (a query's items,
+/// `ctx.commands()`, a resource guard's contents).
 pub struct NodeContext<'a> {
     pub(crate) store: &'a Store,
     pub(crate) name: &'a str,

@@ -122,3 +122,6 @@ pub struct NodeTiming {
     /// False if the node did not run (the frame stopped before it).
     pub ran: bool,
 }
+
+#[cfg(test)]
+mod tests;

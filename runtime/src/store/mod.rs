@@ -752,3 +752,6 @@ impl<C> fmt::Debug for ComponentView<'_, C> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;
