@@ -440,3 +440,155 @@ pub(crate) fn build(rig: &RawRig, ids: &BoneIds) -> RawSkinnedMesh {
         indices,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asset::SkinnedMesh;
+    use crate::builtin::rig;
+
+    fn mesh() -> (RawSkinnedMesh, SkinnedMesh) {
+        let (raw_rig, ids) = rig::build();
+        let raw = build(&raw_rig, &ids);
+        let baked = raw.bake().unwrap();
+        (raw, baked)
+    }
+
+    #[test]
+    fn counts_weights_and_indices_are_valid() {
+        let (_, m) = mesh();
+        let nv = m.positions().len();
+        assert!((3000..=6000).contains(&nv), "{nv} vertices");
+        assert_eq!(m.normals().len(), nv);
+        assert_eq!(m.indices().len() % 3, 0);
+        assert!(m.indices().iter().all(|&i| (i as usize) < nv));
+        assert_eq!(
+            m.renormalized_vertices(),
+            0,
+            "weights are normalised before bake"
+        );
+        assert!(m.joints_extra().is_empty(), "at most four influences");
+        for (v, w) in m.weights().iter().enumerate() {
+            let sum: f32 = w.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-5, "vertex {v}: {sum}");
+            assert!(w.iter().all(|&x| (0.0..=1.0).contains(&x)));
+        }
+        for n in m.normals() {
+            assert!((n.length() - 1.0).abs() < 1e-5);
+        }
+    }
+
+    #[test]
+    fn triangles_wind_counter_clockwise_around_outward_normals() {
+        let (_, m) = mesh();
+        let (p, n) = (m.positions(), m.normals());
+        let mut worst: f32 = 1.0;
+        for t in m.indices().chunks_exact(3) {
+            let [a, b, c] = [t[0] as usize, t[1] as usize, t[2] as usize];
+            let face = (p[b] - p[a]).cross(p[c] - p[a]);
+            assert!(face.length() > 1e-10, "degenerate triangle {t:?}");
+            let dot = face.normalize().dot((n[a] + n[b] + n[c]).normalize());
+            worst = worst.min(dot);
+        }
+        // Faces agree with their vertex normals (a second, independent normal): the smallest
+        // cosine is well above 0 (the coarsest cap rings give the largest difference).
+        assert!(worst > 0.5, "worst face/vertex normal cosine {worst}");
+    }
+
+    #[test]
+    fn normals_match_area_weighted_face_normals_and_point_away_from_the_part_axis() {
+        let (raw_rig, ids) = rig::build();
+        let mut positions = Vec::new();
+        let mut normals = Vec::new();
+        let mut indices = Vec::new();
+        for part in parts(&raw_rig, &ids) {
+            let first = positions.len();
+            part.emit(&mut positions, &mut normals, &mut indices);
+            for (p, n) in positions[first..].iter().zip(&normals[first..]) {
+                let d = part.b - part.a;
+                let s = if d.length_squared() > 0.0 {
+                    ((*p - part.a).dot(d) / d.length_squared()).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                let out = *p - (part.a + d * s);
+                assert!(out.dot(*n) > 0.0, "normal {n} at {p} points inward");
+            }
+        }
+        // The analytic normals against the average of the adjacent faces' normals.
+        let mut acc = vec![Vec3::ZERO; positions.len()];
+        for t in indices.chunks_exact(3) {
+            let [a, b, c] = [t[0] as usize, t[1] as usize, t[2] as usize];
+            let face = (positions[b] - positions[a]).cross(positions[c] - positions[a]);
+            for v in [a, b, c] {
+                acc[v] += face;
+            }
+        }
+        let mut sum = 0.0;
+        for (a, n) in acc.iter().zip(&normals) {
+            let cos = a.normalize().dot(*n);
+            assert!(cos > 0.8, "analytic and face normals differ: cos {cos}");
+            sum += cos;
+        }
+        let mean = sum / normals.len() as f32;
+        assert!(mean > 0.99, "mean cosine {mean}");
+    }
+
+    #[test]
+    fn forearm_vertices_follow_the_lower_arm_and_the_elbow_blends() {
+        let (raw_rig, _) = rig::build();
+        let (raw, m) = mesh();
+        let names: Vec<&str> = raw.bones.iter().map(|b| b.0.as_str()).collect();
+        let lower = names.iter().position(|&n| n == "lowerarm_l").unwrap() as u32;
+        let upper = names.iter().position(|&n| n == "upperarm_l").unwrap() as u32;
+        let model = rest_model_space(&raw_rig);
+        let x_of = |name: &str| {
+            model[raw_rig.bones.iter().position(|b| b.name == name).unwrap()]
+                .translation
+                .x
+        };
+        let (elbow, wrist) = (x_of("lowerarm_l"), x_of("hand_l"));
+        let weight_of = |v: usize, bone: u32| -> f32 {
+            (0..4)
+                .filter(|&k| m.joints()[v][k] == bone)
+                .map(|k| m.weights()[v][k])
+                .sum()
+        };
+        let near = |v: &Vec3, x: f32| {
+            (v.x - x).abs() < 0.015 && (v.y - 1.45).abs() < 0.06 && v.z.abs() < 0.06
+        };
+        // Middle of the forearm: mostly the lower arm.
+        let mid: Vec<usize> = (0..m.positions().len())
+            .filter(|&v| near(&m.positions()[v], 0.5 * (elbow + wrist)))
+            .collect();
+        assert!(!mid.is_empty());
+        for &v in &mid {
+            assert!(
+                weight_of(v, lower) > 0.9,
+                "forearm vertex {v}: {}",
+                weight_of(v, lower)
+            );
+        }
+        // At the elbow, upper and lower arm share the vertex.
+        let at_elbow: Vec<usize> = (0..m.positions().len())
+            .filter(|&v| near(&m.positions()[v], elbow))
+            .collect();
+        assert!(!at_elbow.is_empty());
+        for &v in &at_elbow {
+            let (u, l) = (weight_of(v, upper), weight_of(v, lower));
+            assert!(u > 0.2 && l > 0.2, "elbow vertex {v}: upper {u} lower {l}");
+        }
+    }
+
+    #[test]
+    fn inverse_binds_undo_the_rest_pose() {
+        let (raw_rig, _) = rig::build();
+        let (raw, _) = mesh();
+        let model = rest_model_space(&raw_rig);
+        for (name, inv) in &raw.bones {
+            let i = raw_rig.bones.iter().position(|b| &b.name == name).unwrap();
+            let product = Mat4::from(model[i]) * *inv;
+            assert!(product.abs_diff_eq(Mat4::IDENTITY, 1e-5), "{name}");
+        }
+    }
+}
