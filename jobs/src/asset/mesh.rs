@@ -43,6 +43,7 @@ pub struct RawSkinnedMesh {
 pub struct SkinnedMesh {
     name: String,
     bones: Vec<SkinnedMeshBone>,
+    inverse_binds: Vec<Affine3A>,
     positions: Vec<Vec3>,
     normals: Vec<Vec3>,
     joints: Vec<[u32; 4]>,
@@ -158,6 +159,7 @@ impl RawSkinnedMesh {
         }
         Ok(SkinnedMesh {
             name: self.name.clone(),
+            inverse_binds: bones.iter().map(|b| Affine3A::from_mat4(b.inverse_bind)).collect(),
             bones,
             positions: self.positions.clone(),
             normals: self.normals.clone(),
@@ -180,6 +182,11 @@ impl SkinnedMesh {
     /// Mesh bones (the palette has one entry per mesh bone, in this order).
     pub fn bones(&self) -> &[SkinnedMeshBone] {
         &self.bones
+    }
+    /// Inverse bind matrices as affine transforms (the last row of a glTF inverse bind
+    /// matrix is `0 0 0 1`), one per mesh bone.
+    pub fn inverse_binds(&self) -> &[Affine3A] {
+        &self.inverse_binds
     }
     /// Number of mesh bones (palette entries).
     pub fn bone_count(&self) -> usize {

@@ -45,7 +45,9 @@ impl AssetRegistry {
     }
     /// Number of distinct assets held: (rigs, clips, meshes, masks).
     pub fn counts(&self) -> (usize, usize, usize, usize) {
-        let n = |m: &Mutex<HashMap<ContentHash, _>>| m.lock().map_or(0, |m| m.len());
+        fn n<T>(m: &Mutex<HashMap<ContentHash, Arc<T>>>) -> usize {
+            m.lock().map_or(0, |m| m.len())
+        }
         (n(&self.rigs), n(&self.clips), n(&self.meshes), n(&self.masks))
     }
 }

@@ -477,6 +477,27 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
         });
     }
 
+    /// Every matching chunk as a view, in iteration order, for the life of the query's borrow.
+    ///
+    /// Unlike [`Query::for_each_chunk`], the views outlive a closure call: a job can pair them
+    /// with pieces of flat frame buffers (`views.into_par_iter().zip(pieces)`) and keep
+    /// references into the columns while the query lives. Each chunk appears once, so the
+    /// views' column slices are disjoint.
+    pub fn chunks(&mut self) -> Vec<QueryChunk<'_, Q>> {
+        let store = self.store;
+        let frame = store.frame;
+        self.tasks()
+            .into_iter()
+            .map(|v| {
+                let archetype = &store.archetypes[v.archetype];
+                let chunk = &archetype.chunks[v.chunk];
+                // SAFETY: `chunk` belongs to the archetype the state was prepared for.
+                let ptr = unsafe { Q::Fetch::ptr(v.state, chunk, frame) };
+                QueryChunk::new(store, archetype, chunk, v, ptr)
+            })
+            .collect()
+    }
+
     /// Calls `f(entity, item)` for every matching entity, in parallel over chunks.
     pub fn par_for_each<F>(&mut self, f: F)
     where
@@ -492,6 +513,12 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
         });
     }
 }
+
+// SAFETY: every component is `Send + Sync` (the `Component` bound); a view grants access to the
+// rows of one chunk only, each chunk is handed out once per query, and the query's borrow flags
+// stay held while views live, so moving a view to another thread is like sending `&[T]` /
+// `&mut [T]` of those rows.
+unsafe impl<Q: QueryParam> Send for QueryChunk<'_, Q> {}
 
 /// Variance/auto-trait marker of [`QueryChunk`]: borrows the chunk mutably, no `Q` values.
 type ChunkMarker<'c, Q> = PhantomData<(&'c mut (), fn() -> Q)>;
@@ -582,6 +609,24 @@ impl<'c, Q: QueryParam> QueryChunk<'c, Q> {
     pub fn into_parts(self) -> (&'c [Entity], QuerySlices<'c, Q>) {
         let entities = self.chunk.entities();
         (entities, self.into_columns())
+    }
+
+    /// The column of `T`, when the query reads `T` shared (`&T` or `Option<&T>`) and the chunk
+    /// has it; `None` otherwise (a type the query writes is never handed out this way).
+    pub fn read_column<T: Component>(&self) -> Option<&'c [T]> {
+        let mut access = Vec::new();
+        Q::Fetch::access(&mut access);
+        let id = TypeId::of::<T>();
+        if !access.iter().any(|&(t, _, _)| t == id) || access.iter().any(|&(t, _, w)| t == id && w) {
+            return None;
+        }
+        let component = self.store.registry.get(id)?;
+        let col = self.archetype.column_index(component)?;
+        let offset = self.archetype.columns[col].offset;
+        // SAFETY: the query holds a shared borrow of `T` for `'c` and no exclusive one (checked
+        // above), the column lies inside the chunk's allocation at `offset`, is aligned for `T`
+        // and holds `len` initialised values.
+        Some(unsafe { std::slice::from_raw_parts(self.chunk.base().add(offset).cast::<T>(), self.chunk.len()) })
     }
 
     /// The frame at which column `T` of this chunk was last written, or 0 if the chunk has no

@@ -1,0 +1,264 @@
+//! The components an animated entity carries, and the per-frame buffers the jobs share.
+//!
+//! An animated entity has [`RigRef`], [`Animations`], [`LayerWeights`], [`FrameSlot`] and
+//! [`SamplingCursors`] (use [`AnimatedBundle`]), usually [`EntityTransform`] and
+//! [`RootMotion`], optionally [`SkinRef`] (a skinned mesh driven by the rig), [`CurveValues`]
+//! and [`FiredEvents`]. Bone entities that follow a bone carry [`ExposedBone`] and
+//! [`BoneWorld`].
+
+use crate::asset::{AvatarMask, BoneHash, BoneIndex, Clip, Rig, SkinnedMesh, Transform};
+use glam::{Affine3A, Quat, Vec3};
+use sinew_runtime::store::Entity;
+use std::sync::Arc;
+
+/// Maximum number of animation layers per entity.
+pub const MAX_LAYERS: usize = 8;
+
+/// Default number of bones per batch in the sampling job.
+pub const SAMPLING_BATCH: usize = 16;
+
+/// How an animation combines with the layers below it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum BlendMode {
+    /// Replace what is below, by the layer's weight.
+    #[default]
+    Override,
+    /// Add the clip's difference from its additive reference pose.
+    Additive,
+}
+
+/// One animation playing on an entity.
+#[derive(Clone, Debug)]
+pub struct AnimationToProcess {
+    /// The clip (baked for the entity's rig).
+    pub clip: Arc<Clip>,
+    /// Playback time in seconds, unwrapped (it keeps growing across loops); the clip wraps it.
+    pub time: f32,
+    /// Playback time of the previous frame (events and root motion use the interval).
+    pub previous_time: f32,
+    /// Playback speed (negative plays backwards); used by [`Animations::advance`].
+    pub speed: f32,
+    /// Weight in `[0, ∞)`; within a layer weights are normalised when they sum above 1.
+    pub weight: f32,
+    /// Layer index, `< MAX_LAYERS`; layers blend in increasing order.
+    pub layer: u8,
+    /// Override or additive. All animations of a layer share the mode.
+    pub blend: BlendMode,
+    /// Limits the animation to some bones.
+    pub mask: Option<Arc<AvatarMask>>,
+}
+
+impl AnimationToProcess {
+    /// An override animation on layer 0 with weight 1, speed 1, time 0.
+    pub fn new(clip: Arc<Clip>) -> Self {
+        Self { clip, time: 0.0, previous_time: 0.0, speed: 1.0, weight: 1.0, layer: 0, blend: BlendMode::Override, mask: None }
+    }
+    /// Sets time (and previous time) in seconds.
+    pub fn at(mut self, time: f32) -> Self {
+        self.time = time;
+        self.previous_time = time;
+        self
+    }
+    /// Sets the weight.
+    pub fn weight(mut self, weight: f32) -> Self {
+        self.weight = weight;
+        self
+    }
+    /// Sets the speed.
+    pub fn speed(mut self, speed: f32) -> Self {
+        self.speed = speed;
+        self
+    }
+    /// Sets layer and blend mode.
+    pub fn layer(mut self, layer: u8, blend: BlendMode) -> Self {
+        self.layer = layer;
+        self.blend = blend;
+        self
+    }
+    /// Sets the mask.
+    pub fn mask(mut self, mask: Arc<AvatarMask>) -> Self {
+        self.mask = Some(mask);
+        self
+    }
+}
+
+/// The animations an entity plays this frame, kept sorted by layer (stable).
+#[derive(Clone, Debug, Default)]
+pub struct Animations {
+    list: Vec<AnimationToProcess>,
+}
+
+impl Animations {
+    /// From a list (sorted by layer, keeping the order within a layer).
+    pub fn new(mut list: Vec<AnimationToProcess>) -> Self {
+        list.sort_by_key(|a| a.layer);
+        Self { list }
+    }
+    /// The animations, sorted by layer.
+    pub fn as_slice(&self) -> &[AnimationToProcess] {
+        &self.list
+    }
+    /// Mutable access to each animation (layer changes are re-sorted by [`Animations::set`]).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut AnimationToProcess> {
+        self.list.iter_mut()
+    }
+    /// Replaces the list.
+    pub fn set(&mut self, list: Vec<AnimationToProcess>) {
+        *self = Self::new(list);
+    }
+    /// Adds an animation.
+    pub fn push(&mut self, a: AnimationToProcess) {
+        let at = self.list.partition_point(|x| x.layer <= a.layer);
+        self.list.insert(at, a);
+    }
+    /// Number of animations.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+    /// Whether none play.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+    /// Advances every animation by `dt · speed` seconds (previous time := time).
+    pub fn advance(&mut self, dt: f32) {
+        for a in &mut self.list {
+            a.previous_time = a.time;
+            a.time += a.speed * dt;
+        }
+    }
+}
+
+/// Per-layer weights (multiplying the weights of the layer's animations). Default: all 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayerWeights(pub [f32; MAX_LAYERS]);
+
+impl Default for LayerWeights {
+    fn default() -> Self {
+        Self([1.0; MAX_LAYERS])
+    }
+}
+
+/// The rig that animates this entity.
+#[derive(Clone, Debug)]
+pub struct RigRef(pub Arc<Rig>);
+
+/// A skinned mesh driven by this entity's rig.
+#[derive(Clone, Debug)]
+pub struct SkinRef {
+    /// The mesh.
+    pub mesh: Arc<SkinnedMesh>,
+    /// When set, palettes are expressed relative to this bone's model transform
+    /// (`entityToRootBone = inverse(model[root_bone])`, as Unity's root bone); `None` uses the
+    /// entity (rig) space, as glTF does.
+    pub root_bone: Option<BoneIndex>,
+}
+
+impl SkinRef {
+    /// A mesh skinned in entity space.
+    pub fn new(mesh: Arc<SkinnedMesh>) -> Self {
+        Self { mesh, root_bone: None }
+    }
+}
+
+/// The entity's transform in the world (root motion moves it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EntityTransform(pub Transform);
+
+/// Root motion of the last frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RootMotion {
+    /// Whether the delta is applied to [`EntityTransform`].
+    pub apply: bool,
+    /// Translation delta of the last frame, in entity space.
+    pub delta_translation: Vec3,
+    /// Rotation delta of the last frame.
+    pub delta_rotation: Quat,
+    /// Linear velocity in world space (delta / dt), when the frame time is known.
+    pub velocity: Vec3,
+}
+
+impl Default for RootMotion {
+    fn default() -> Self {
+        Self { apply: true, delta_translation: Vec3::ZERO, delta_rotation: Quat::IDENTITY, velocity: Vec3::ZERO }
+    }
+}
+
+/// User-curve values of the last frame: `(curve name hash, value)`, one per distinct curve
+/// among the playing clips, blended by the animations' effective weights.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CurveValues(pub Vec<(BoneHash, f32)>);
+
+impl CurveValues {
+    /// The value of a named curve.
+    pub fn get(&self, name: &str) -> Option<f32> {
+        let h = crate::asset::bone_hash(name);
+        self.0.iter().find(|(k, _)| *k == h).map(|(_, v)| *v)
+    }
+}
+
+/// An event that playback passed during the last frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FiredEvent {
+    /// Event name hash.
+    pub name: BoneHash,
+    /// Clip time of the event.
+    pub time: f32,
+    /// User value.
+    pub payload: f32,
+    /// Index of the animation (in [`Animations`]) that fired it.
+    pub animation: u16,
+    /// Effective weight of that animation.
+    pub weight: f32,
+}
+
+/// Events fired during the last frame (cleared every frame by the user-curve job).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FiredEvents(pub Vec<FiredEvent>);
+
+/// Per-entity cursors into the clips' timelines, so forward playback advances a key or two
+/// instead of searching. Owned by the sampling job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SamplingCursors(pub Vec<u32>);
+
+/// Where the entity's data lives in this frame's flat buffers (written by the per-bone-info
+/// job; valid from then until the end of the frame).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameSlot {
+    /// The entity's index in this frame's iteration order.
+    pub index: u32,
+    /// First bone in the flat pose buffers.
+    pub bone_offset: u32,
+    /// Number of bones.
+    pub bone_count: u32,
+    /// First palette entry (float3x4) in the palette slice.
+    pub palette_offset: u32,
+    /// Number of palette entries (the mesh's bone count, 0 without a mesh).
+    pub palette_count: u32,
+}
+
+/// A bone entity that follows a bone of an animated entity (attachments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExposedBone {
+    /// The animated entity.
+    pub owner: Entity,
+    /// The bone.
+    pub bone: BoneIndex,
+}
+
+/// World transform of an exposed bone entity (written by the propagation job).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoneWorld(pub Affine3A);
+
+impl Default for BoneWorld {
+    fn default() -> Self {
+        Self(Affine3A::IDENTITY)
+    }
+}
+
+/// The components every animated entity needs; spawn it (plus optional ones) as a tuple.
+pub type AnimatedBundle = (RigRef, Animations, LayerWeights, FrameSlot, SamplingCursors);
+
+/// Builds an [`AnimatedBundle`].
+pub fn animated(rig: Arc<Rig>, animations: Vec<AnimationToProcess>) -> AnimatedBundle {
+    (RigRef(rig), Animations::new(animations), LayerWeights::default(), FrameSlot::default(), SamplingCursors::default())
+}

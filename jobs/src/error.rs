@@ -1,0 +1,115 @@
+//! Errors of the jobs.
+
+use sinew_runtime::store::Entity;
+use std::fmt;
+
+/// Why a job rejected its bindings. Each variant names the job and what was wrong where.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum JobError {
+    /// Two buffers that must have matching lengths do not.
+    LengthMismatch {
+        /// The job.
+        job: &'static str,
+        /// The buffer.
+        buffer: &'static str,
+        /// Expected length.
+        expected: usize,
+        /// Actual length.
+        actual: usize,
+    },
+    /// A clip baked for another rig plays on this entity.
+    ClipRigMismatch {
+        /// The entity.
+        entity: Entity,
+        /// The clip.
+        clip: String,
+    },
+    /// A mask baked for another rig is used on this entity.
+    MaskRigMismatch {
+        /// The entity.
+        entity: Entity,
+        /// The mask.
+        mask: String,
+    },
+    /// An animation's weight, time or speed is NaN or infinite, or a weight is negative.
+    BadAnimation {
+        /// The entity.
+        entity: Entity,
+        /// Index in the entity's animations.
+        animation: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A layer index `>= MAX_LAYERS`, or a layer mixing override and additive animations, or
+    /// an additive animation whose clip has no additive reference.
+    BadLayer {
+        /// The entity.
+        entity: Entity,
+        /// The layer.
+        layer: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A bone index out of range.
+    BoneOutOfRange {
+        /// The job.
+        job: &'static str,
+        /// The entity, when the job knows it.
+        entity: Option<Entity>,
+        /// The bone.
+        bone: usize,
+        /// Bones in the rig.
+        bone_count: usize,
+    },
+    /// The skinning job found no remap table for a (rig, mesh) pair.
+    MissingRemap {
+        /// The entity.
+        entity: Entity,
+        /// The mesh.
+        mesh: String,
+    },
+    /// A result that is not finite (a NaN reached the output).
+    NotFinite {
+        /// The job.
+        job: &'static str,
+        /// The entity.
+        entity: Entity,
+        /// Where.
+        what: String,
+    },
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::LengthMismatch { job, buffer, expected, actual } => {
+                write!(f, "{job}: buffer '{buffer}' has {actual} entries, expected {expected}")
+            }
+            Self::ClipRigMismatch { entity, clip } => {
+                write!(f, "entity {entity:?}: clip '{clip}' was baked for another rig")
+            }
+            Self::MaskRigMismatch { entity, mask } => {
+                write!(f, "entity {entity:?}: mask '{mask}' was baked for another rig")
+            }
+            Self::BadAnimation { entity, animation, reason } => {
+                write!(f, "entity {entity:?}: animation {animation}: {reason}")
+            }
+            Self::BadLayer { entity, layer, reason } => write!(f, "entity {entity:?}: layer {layer}: {reason}"),
+            Self::BoneOutOfRange { job, entity, bone, bone_count } => {
+                write!(f, "{job}: entity {entity:?}: bone {bone} out of range ({bone_count} bones)")
+            }
+            Self::MissingRemap { entity, mesh } => {
+                write!(f, "skinning: entity {entity:?}: no remap table for mesh '{mesh}' (did the remap-cache job run?)")
+            }
+            Self::NotFinite { job, entity, what } => write!(f, "{job}: entity {entity:?}: {what} is not finite"),
+        }
+    }
+}
+
+impl std::error::Error for JobError {}
+
+/// Checks that `buffer` has `expected` entries.
+pub(crate) fn check_len(job: &'static str, buffer: &'static str, expected: usize, actual: usize) -> Result<(), JobError> {
+    if expected == actual { Ok(()) } else { Err(JobError::LengthMismatch { job, buffer, expected, actual }) }
+}

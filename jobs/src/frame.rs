@@ -1,0 +1,137 @@
+//! The flat per-frame buffers the jobs pass to each other (graph resources), and a helper to
+//! cut a flat buffer into disjoint per-entity or per-chunk pieces for parallel writers.
+
+use crate::asset::{KeySpan, Transform};
+use glam::Affine3A;
+
+/// Per-entity sizes in the flat buffers (job 1 writes them, job 2 scans them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntityCounts {
+    /// Rig bones.
+    pub bones: u32,
+    /// Palette entries (mesh bones).
+    pub palette: u32,
+    /// Key spans: Σ over the entity's animations of its clip's timeline count.
+    pub spans: u32,
+}
+
+impl EntityCounts {
+    /// Component-wise sum, saturating (a crowd of 4 billion bones is refused elsewhere).
+    #[inline]
+    pub fn add(self, o: Self) -> Self {
+        Self {
+            bones: self.bones.saturating_add(o.bones),
+            palette: self.palette.saturating_add(o.palette),
+            spans: self.spans.saturating_add(o.spans),
+        }
+    }
+}
+
+/// Job 1's output: one [`EntityCounts`] per animated entity, in iteration order.
+#[derive(Clone, Debug, Default)]
+pub struct FrameCounts(pub Vec<EntityCounts>);
+
+/// Job 2's output: exclusive prefix sums of [`FrameCounts`] and the totals.
+#[derive(Clone, Debug, Default)]
+pub struct FrameOffsets {
+    /// Offsets, one per entity.
+    pub offsets: Vec<EntityCounts>,
+    /// Totals.
+    pub total: EntityCounts,
+}
+
+/// Which entity and rig bone a flat bone belongs to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoneSlot {
+    /// Entity index (iteration order).
+    pub entity: u32,
+    /// Bone index in the entity's rig.
+    pub bone: u32,
+}
+
+/// Job 3's output: one [`BoneSlot`] per flat bone.
+#[derive(Clone, Debug, Default)]
+pub struct BoneTable(pub Vec<BoneSlot>);
+
+/// Job 4's key spans: per entity, per animation, per timeline of its clip.
+#[derive(Clone, Debug, Default)]
+pub struct FrameSpans(pub Vec<KeySpan>);
+
+/// Job 4's output (adjusted by job 6): local bone poses, flat.
+#[derive(Clone, Debug, Default)]
+pub struct LocalPoses(pub Vec<Transform>);
+
+/// Job 7's output: model-space (entity-space) bone matrices, flat.
+#[derive(Clone, Debug, Default)]
+pub struct ModelPoses(pub Vec<Affine3A>);
+
+/// Palette storage used when the caller supplies no slice (CPU-only use and tests): one
+/// float3x4 (column-major, 12 floats) per palette entry.
+#[derive(Clone, Debug, Default)]
+pub struct PaletteBuffer(pub Vec<[f32; 12]>);
+
+/// Marker type of the caller-supplied palette slice (`Store::with_scoped_slice::<[f32; 12], _>`).
+pub type PaletteEntry = [f32; 12];
+
+/// Cuts `buf` into consecutive pieces of the given lengths (the rest, if any, is dropped).
+/// Returns `None` when the lengths add up to more than `buf.len()`.
+pub fn split_lengths<'a, T>(mut buf: &'a mut [T], lengths: impl IntoIterator<Item = usize>) -> Option<Vec<&'a mut [T]>> {
+    let lengths = lengths.into_iter();
+    let mut out = Vec::with_capacity(lengths.size_hint().0);
+    for n in lengths {
+        if n > buf.len() {
+            return None;
+        }
+        let (head, tail) = std::mem::take(&mut buf).split_at_mut(n);
+        out.push(head);
+        buf = tail;
+    }
+    Some(out)
+}
+
+/// Resizes a frame buffer to `n` entries without shrinking its capacity (no allocation once
+/// the crowd has reached its size).
+pub fn resize_frame_buffer<T: Clone + Default>(v: &mut Vec<T>, n: usize) {
+    if v.len() != n {
+        v.resize(n, T::default());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_lengths_cuts_consecutive_pieces() {
+        let mut v: Vec<u32> = (0..10).collect();
+        let parts = split_lengths(&mut v, [3, 0, 4]).unwrap();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[0], &[0, 1, 2]);
+        assert!(parts[1].is_empty());
+        assert_eq!(parts[2], &[3, 4, 5, 6]);
+        assert!(split_lengths(&mut v, [11]).is_none());
+        let parts = split_ranges(&mut v, &[(1, 3), (3, 3), (5, 8)]).unwrap();
+        assert_eq!(parts[0], &[1, 2]);
+        assert!(parts[1].is_empty());
+        assert_eq!(parts[2], &[5, 6, 7]);
+        assert!(split_ranges(&mut v, &[(2, 4), (3, 5)]).is_none());
+        assert!(split_ranges(&mut v, &[(8, 11)]).is_none());
+    }
+}
+
+/// Cuts `buf` into the pieces `ranges` (half-open, increasing, non-overlapping; gaps between
+/// them are skipped). Returns `None` when the ranges are out of order or run past the end.
+pub fn split_ranges<'a, T>(buf: &'a mut [T], ranges: &[(usize, usize)]) -> Option<Vec<&'a mut [T]>> {
+    let mut lengths = Vec::with_capacity(ranges.len() * 2);
+    let mut cursor = 0usize;
+    for &(a, b) in ranges {
+        if a < cursor || b < a {
+            return None;
+        }
+        lengths.push(a - cursor);
+        lengths.push(b - a);
+        cursor = b;
+    }
+    let parts = split_lengths(buf, lengths)?;
+    Some(parts.into_iter().skip(1).step_by(2).collect())
+}

@@ -1,0 +1,159 @@
+//! Job 6, root motion: the root bone's motion between the previous and the current time of
+//! every root-motion animation (correct across loop wraps) is blended by the animations'
+//! weights, applied to the entity's transform, and removed from the root bone's local pose,
+//! which stays where the clip starts ("in place").
+
+use crate::asset::{Clip, Transform};
+use crate::component::{AnimationToProcess, Animations, BlendMode, EntityTransform, LayerWeights, RigRef, RootMotion};
+use crate::error::{JobError, check_len};
+use crate::component::FrameSlot;
+use glam::{Quat, Vec3, Vec4};
+use sinew_runtime::store::Entity;
+
+/// Root motion over one run of entities.
+///
+/// `poses` is the run's piece of the flat local poses: it starts at flat bone `pose_base`
+/// (the first entity's bone offset).
+#[derive(Debug)]
+pub struct RootMotionJob<'a> {
+    /// Entity handles (for errors).
+    pub entities: &'a [Entity],
+    /// Rigs.
+    pub rigs: &'a [RigRef],
+    /// Animations.
+    pub animations: &'a [Animations],
+    /// Layer weights.
+    pub layer_weights: &'a [LayerWeights],
+    /// Frame slots (job 3).
+    pub slots: &'a [FrameSlot],
+    /// Output motion per entity.
+    pub motion: &'a mut [RootMotion],
+    /// Entity transforms to move, when the run has them.
+    pub transforms: Option<&'a mut [EntityTransform]>,
+    /// This run's local poses.
+    pub poses: &'a mut [Transform],
+    /// Flat index of `poses[0]`.
+    pub pose_base: u32,
+    /// Frame time in seconds (for velocity; 0 leaves velocity at zero).
+    pub dt: f32,
+}
+
+impl RootMotionJob<'_> {
+    /// Checks lengths and that every root bone lies inside `poses`.
+    ///
+    /// # Errors
+    /// [`JobError::LengthMismatch`] for buffers of different lengths or a root outside the
+    /// run's pose piece.
+    pub fn validate(&self) -> Result<(), JobError> {
+        let n = self.entities.len();
+        check_len("root motion", "rigs", n, self.rigs.len())?;
+        check_len("root motion", "animations", n, self.animations.len())?;
+        check_len("root motion", "layer weights", n, self.layer_weights.len())?;
+        check_len("root motion", "slots", n, self.slots.len())?;
+        check_len("root motion", "motion", n, self.motion.len())?;
+        if let Some(t) = &self.transforms {
+            check_len("root motion", "transforms", n, t.len())?;
+        }
+        for (i, s) in self.slots.iter().enumerate() {
+            let root = (s.bone_offset as usize + self.rigs[i].0.root().get()).checked_sub(self.pose_base as usize);
+            if s.bone_count > 0 && !root.is_some_and(|r| r < self.poses.len()) {
+                return Err(JobError::LengthMismatch { job: "root motion", buffer: "poses", expected: s.bone_offset as usize + 1, actual: self.poses.len() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Extracts and applies root motion.
+    pub fn run(&mut self) {
+        for i in 0..self.entities.len() {
+            let rig = &self.rigs[i].0;
+            let root = rig.root().get();
+            let lw = self.layer_weights[i];
+            let Some(r) = (self.slots[i].bone_offset as usize + root).checked_sub(self.pose_base as usize) else { continue };
+            let motion = &mut self.motion[i];
+            let extracted = extract(self.animations[i].as_slice(), &lw, root);
+            let Some((delta_t, delta_r, from_start_t, from_start_r)) = extracted else {
+                motion.delta_translation = Vec3::ZERO;
+                motion.delta_rotation = Quat::IDENTITY;
+                motion.velocity = Vec3::ZERO;
+                continue;
+            };
+            if let Some(pose) = self.poses.get_mut(r) {
+                pose.translation -= from_start_t;
+                pose.rotation = (from_start_r.conjugate() * pose.rotation).normalize();
+            }
+            motion.delta_translation = delta_t;
+            motion.delta_rotation = delta_r;
+            if let Some(t) = self.transforms.as_deref_mut().and_then(|t| t.get_mut(i)) {
+                let world_delta = t.0.rotation * (delta_t * t.0.scale);
+                motion.velocity = if self.dt > 0.0 { world_delta / self.dt } else { Vec3::ZERO };
+                if motion.apply {
+                    t.0.translation += world_delta;
+                    t.0.rotation = (t.0.rotation * delta_r).normalize();
+                }
+            }
+        }
+    }
+}
+
+/// Root translation and rotation of `clip` at unwrapped time `t`, continued across loops:
+/// `P(t) = T(wrap t) + k·(T(end) − T(start))` with `k` the number of completed loops.
+fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
+    let bone = crate::asset::BoneIndex(root as u32);
+    let d = clip.duration();
+    if !clip.looping() || d <= 0.0 {
+        let s = clip.sample_bone(bone, t.clamp(0.0, d));
+        return (s.translation, s.rotation);
+    }
+    let loops = (f64::from(t) / f64::from(d)).floor();
+    let s = clip.sample_bone(bone, clip.wrap_time(t));
+    if loops == 0.0 {
+        return (s.translation, s.rotation);
+    }
+    let start = clip.sample_bone(bone, 0.0);
+    let end = clip.sample_bone(bone, d);
+    let per_loop_t = end.translation - start.translation;
+    let per_loop_r = (end.rotation * start.rotation.conjugate()).normalize();
+    let k = loops.clamp(-1e6, 1e6) as i32;
+    let mut loop_r = Quat::IDENTITY;
+    // Loop rotations compose; a few loops per frame at most in practice, cap the work.
+    for _ in 0..k.unsigned_abs().min(64) {
+        loop_r = if k > 0 { per_loop_r * loop_r } else { per_loop_r.conjugate() * loop_r };
+    }
+    (s.translation + per_loop_t * k as f32, (loop_r * s.rotation).normalize())
+}
+
+/// Blended (delta translation, delta rotation, translation since clip start, rotation since
+/// clip start) of the entity's root-motion animations; `None` when none plays.
+fn extract(anims: &[AnimationToProcess], lw: &LayerWeights, root: usize) -> Option<(Vec3, Quat, Vec3, Quat)> {
+    let mut wsum = 0.0f32;
+    let mut dt = Vec3::ZERO;
+    let mut st = Vec3::ZERO;
+    let mut dr = Vec4::ZERO;
+    let mut sr = Vec4::ZERO;
+    for a in anims {
+        if !a.clip.root_motion() || a.blend != BlendMode::Override {
+            continue;
+        }
+        let w = a.weight * lw.0.get(usize::from(a.layer)).copied().unwrap_or(0.0) * a.mask.as_ref().map_or(1.0, |m| m.weight(root));
+        if w <= 0.0 {
+            continue;
+        }
+        let (t1, r1) = unwrapped_root(&a.clip, root, a.time);
+        let (t0, r0) = unwrapped_root(&a.clip, root, a.previous_time);
+        let start = a.clip.sample_bone(crate::asset::BoneIndex(root as u32), 0.0);
+        let now = a.clip.sample_bone(crate::asset::BoneIndex(root as u32), a.clip.wrap_time(a.time));
+        let delta_r = (r1 * r0.conjugate()).normalize();
+        let since_r = (now.rotation * start.rotation.conjugate()).normalize();
+        dt += (t1 - t0) * w;
+        st += (now.translation - start.translation) * w;
+        dr += crate::math::quat_align(Vec4::W, delta_r) * w;
+        sr += crate::math::quat_align(Vec4::W, since_r) * w;
+        wsum += w;
+    }
+    if wsum <= 0.0 {
+        return None;
+    }
+    let norm = |v: Vec4| Quat::from_vec4(v.normalize_or(Vec4::W));
+    Some((dt / wsum, norm(dr), st / wsum, norm(sr)))
+}

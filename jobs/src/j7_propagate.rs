@@ -1,0 +1,68 @@
+//! Job 7, TRS propagation: local poses to model-space (entity-space) matrices in one forward
+//! pass over each rig's parent-first bones, and the world transforms of exposed bone entities
+//! so that attachments follow.
+
+use crate::asset::Transform;
+use crate::component::{FrameSlot, RigRef};
+use crate::error::{JobError, check_len};
+use glam::Affine3A;
+use sinew_runtime::store::Entity;
+
+/// Model matrices over one run of entities. `local` and `model` are the run's pieces of the
+/// flat buffers, starting at flat bone `base`.
+#[derive(Debug)]
+pub struct PropagateJob<'a> {
+    /// Entity handles (for errors).
+    pub entities: &'a [Entity],
+    /// Rigs.
+    pub rigs: &'a [RigRef],
+    /// Frame slots (job 3).
+    pub slots: &'a [FrameSlot],
+    /// Local poses of the run.
+    pub local: &'a [Transform],
+    /// Output model matrices of the run.
+    pub model: &'a mut [Affine3A],
+    /// Flat index of `local[0]` and `model[0]`.
+    pub base: u32,
+}
+
+impl PropagateJob<'_> {
+    /// Checks lengths and that every entity's bones lie inside the run's pieces.
+    ///
+    /// # Errors
+    /// [`JobError::LengthMismatch`].
+    pub fn validate(&self) -> Result<(), JobError> {
+        let n = self.entities.len();
+        check_len("propagation", "rigs", n, self.rigs.len())?;
+        check_len("propagation", "slots", n, self.slots.len())?;
+        check_len("propagation", "model", self.local.len(), self.model.len())?;
+        for (s, r) in self.slots.iter().zip(self.rigs) {
+            check_len("propagation", "slot bone count", r.0.bone_count(), s.bone_count as usize)?;
+            let end = (s.bone_offset + s.bone_count) as usize;
+            if (s.bone_offset as usize) < self.base as usize || end - self.base as usize > self.local.len() {
+                return Err(JobError::LengthMismatch { job: "propagation", buffer: "local", expected: end, actual: self.base as usize + self.local.len() });
+            }
+        }
+        Ok(())
+    }
+
+    /// `model[i] = model[parent(i)] · local[i]`, roots relative to the entity.
+    pub fn run(&mut self) {
+        for (s, r) in self.slots.iter().zip(self.rigs) {
+            let start = (s.bone_offset - self.base) as usize;
+            let end = start + s.bone_count as usize;
+            let (Some(local), Some(model)) = (self.local.get(start..end), self.model.get_mut(start..end)) else { continue };
+            propagate_one(r.0.parent_indices(), local, model);
+        }
+    }
+}
+
+/// One rig: `model[i] = model[parents[i]] · TRS(local[i])`; `parents[i] < i` or a root.
+#[inline]
+pub fn propagate_one(parents: &[u32], local: &[Transform], model: &mut [Affine3A]) {
+    for i in 0..local.len().min(model.len()).min(parents.len()) {
+        let m = local[i].to_affine();
+        let p = parents[i] as usize;
+        model[i] = if p < i { model[p] * m } else { m };
+    }
+}
