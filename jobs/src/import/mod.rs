@@ -1,1 +1,29 @@
-//! Importers that turn files into `Raw*` assets (glTF 2.0).
+//! Importers that turn files into `Raw*` assets and bake them (glTF 2.0).
+//!
+//! [`import_gltf`] reads a `.glb` or `.gltf` file (embedded, `data:` or external buffers) and
+//! returns a [`GltfScene`]: one [`Rig`](crate::asset::Rig) over every node of the default
+//! scene, one [`SkinnedMesh`](crate::asset::SkinnedMesh) per skinned primitive (bones = the
+//! skin's joints), one [`Clip`](crate::asset::Clip) per animation, all interned in an
+//! [`AssetRegistry`](crate::asset::AssetRegistry) so importing a file twice shares every `Arc`.
+//! Malformed input gives an [`ImportError`], never a panic.
+//!
+//! ```
+//! use sinew_jobs::asset::AssetRegistry;
+//! use sinew_jobs::import::import_gltf_slice;
+//!
+//! // A minimal glTF: one node, no meshes, no animations.
+//! let json = br#"{"asset":{"version":"2.0"},"nodes":[{"name":"root","translation":[0,1,0]}]}"#;
+//! let registry = AssetRegistry::new();
+//! let scene = import_gltf_slice(json, None, &registry)?;
+//! assert_eq!(scene.rig.bone_names(), ["root"]);
+//! assert!(import_gltf_slice(b"not gltf", None, &registry).is_err());
+//! # Ok::<(), sinew_jobs::import::ImportError>(())
+//! ```
+
+mod accessor;
+mod error;
+mod gltf;
+mod source;
+
+pub use self::error::ImportError;
+pub use self::gltf::{GltfScene, GltfSkin, GltfSkinnedPrimitive, import_gltf, import_gltf_slice};

@@ -1,0 +1,401 @@
+//! Accessor reading with every byte range checked before it is touched.
+//!
+//! The `gltf` crate's readers index slices and subtract one from the count without checks,
+//! and `debug_assert!` the element size; on malformed files they can panic. This reader
+//! checks the accessor's type and component type against what the caller accepts, then
+//! `offset + (count - 1) * stride + element size <= view length` and
+//! `view offset + view length <= buffer length` with checked arithmetic, applies sparse
+//! substitutions (indices strictly increasing and in range), and rejects NaN and infinite
+//! floats.
+
+use super::ImportError;
+use ::gltf::accessor::{Accessor, DataType, Dimensions};
+use std::borrow::Cow;
+
+/// Accessors without a buffer view (sparse-only, implicitly zero) may not claim more
+/// components than this, so that a tiny file cannot ask for gigabytes of zeros.
+const MAX_IMPLICIT_COMPONENTS: usize = 1 << 24;
+
+/// What the reader needs besides the accessor: the file name for errors and the buffers.
+pub(super) struct Reader<'a> {
+    pub file: &'a str,
+    pub buffers: &'a [Cow<'a, [u8]>],
+}
+
+/// Decoded accessor data: `count * dims` components, row by row.
+pub(super) struct Components<T> {
+    pub dims: usize,
+    pub values: Vec<T>,
+}
+
+impl<T: Copy> Components<T> {
+    /// Number of elements.
+    pub fn count(&self) -> usize {
+        self.values.len().checked_div(self.dims).unwrap_or(0)
+    }
+    /// Element `i` as an array (`None` when out of range or `N != dims`).
+    pub fn get<const N: usize>(&self, i: usize) -> Option<[T; N]> {
+        if N != self.dims {
+            return None;
+        }
+        let s = self
+            .values
+            .get(i.checked_mul(N)?..i.checked_mul(N)?.checked_add(N)?)?;
+        <[T; N]>::try_from(s).ok()
+    }
+}
+
+fn comp_size(t: DataType) -> usize {
+    match t {
+        DataType::I8 | DataType::U8 => 1,
+        DataType::I16 | DataType::U16 => 2,
+        DataType::U32 | DataType::F32 => 4,
+    }
+}
+
+fn type_name(d: Dimensions) -> &'static str {
+    match d {
+        Dimensions::Scalar => "SCALAR",
+        Dimensions::Vec2 => "VEC2",
+        Dimensions::Vec3 => "VEC3",
+        Dimensions::Vec4 => "VEC4",
+        Dimensions::Mat2 => "MAT2",
+        Dimensions::Mat3 => "MAT3",
+        Dimensions::Mat4 => "MAT4",
+    }
+}
+
+fn comp_name(t: DataType, normalized: bool) -> String {
+    let n = match t {
+        DataType::I8 => "BYTE",
+        DataType::U8 => "UNSIGNED_BYTE",
+        DataType::I16 => "SHORT",
+        DataType::U16 => "UNSIGNED_SHORT",
+        DataType::U32 => "UNSIGNED_INT",
+        DataType::F32 => "FLOAT",
+    };
+    if normalized {
+        format!("normalized {n}")
+    } else {
+        n.to_string()
+    }
+}
+
+/// One component at the start of `b`, as f64 (exact for every glTF component type).
+fn decode(t: DataType, b: &[u8]) -> Option<f64> {
+    Some(match t {
+        DataType::I8 => f64::from(i8::from_le_bytes(<[u8; 1]>::try_from(b.get(..1)?).ok()?)),
+        DataType::U8 => f64::from(*b.first()?),
+        DataType::I16 => f64::from(i16::from_le_bytes(<[u8; 2]>::try_from(b.get(..2)?).ok()?)),
+        DataType::U16 => f64::from(u16::from_le_bytes(<[u8; 2]>::try_from(b.get(..2)?).ok()?)),
+        DataType::U32 => f64::from(u32::from_le_bytes(<[u8; 4]>::try_from(b.get(..4)?).ok()?)),
+        DataType::F32 => f64::from(f32::from_le_bytes(<[u8; 4]>::try_from(b.get(..4)?).ok()?)),
+    })
+}
+
+/// The spec's normalisation of integer components to `[0, 1]` or `[-1, 1]`.
+fn normalize(t: DataType, c: f64) -> f64 {
+    match t {
+        DataType::I8 => (c / 127.0).max(-1.0),
+        DataType::U8 => c / 255.0,
+        DataType::I16 => (c / 32767.0).max(-1.0),
+        DataType::U16 => c / 65535.0,
+        DataType::U32 | DataType::F32 => c,
+    }
+}
+
+impl Reader<'_> {
+    fn err(&self, acc: &Accessor<'_>, used_as: &str, reason: String) -> ImportError {
+        ImportError::Accessor {
+            file: self.file.to_string(),
+            accessor: acc.index(),
+            used_as: used_as.to_string(),
+            reason,
+        }
+    }
+
+    /// The bytes of a buffer view, checked against its buffer.
+    fn view_bytes(&self, view: &::gltf::buffer::View<'_>) -> Result<&[u8], String> {
+        let buffer = view.buffer().index();
+        let data = self
+            .buffers
+            .get(buffer)
+            .ok_or_else(|| format!("buffer view {} names missing buffer {buffer}", view.index()))?;
+        view.offset()
+            .checked_add(view.length())
+            .and_then(|end| data.get(view.offset()..end))
+            .ok_or_else(|| {
+                format!(
+                    "buffer view {} (offset {}, length {}) runs past the end of buffer {buffer} ({} bytes)",
+                    view.index(),
+                    view.offset(),
+                    view.length(),
+                    data.len()
+                )
+            })
+    }
+
+    /// Reads `count` elements of `elem` bytes at `offset` with `stride` from `bytes`.
+    fn strided(
+        bytes: &[u8],
+        offset: usize,
+        count: usize,
+        stride: usize,
+        elem: usize,
+        t: DataType,
+        out: &mut Vec<f64>,
+    ) -> Result<(), String> {
+        if count == 0 {
+            return Ok(());
+        }
+        let end = (count - 1)
+            .checked_mul(stride)
+            .and_then(|x| x.checked_add(offset))
+            .and_then(|x| x.checked_add(elem))
+            .ok_or_else(|| "byte range overflows".to_string())?;
+        if end > bytes.len() {
+            return Err(format!(
+                "{count} elements of {elem} bytes at offset {offset} with stride {stride} need {end} bytes, the buffer view has {}",
+                bytes.len()
+            ));
+        }
+        let cs = comp_size(t);
+        out.reserve(count * (elem / cs));
+        for i in 0..count {
+            let start = i * stride + offset;
+            let e = bytes
+                .get(start..start + elem)
+                .ok_or_else(|| "element out of range".to_string())?;
+            for c in e.chunks_exact(cs) {
+                out.push(decode(t, c).ok_or_else(|| "component out of range".to_string())?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the raw components (before normalisation) with every range checked.
+    fn raw(&self, acc: &Accessor<'_>, dims: usize) -> Result<Vec<f64>, String> {
+        let t = acc.data_type();
+        let elem = comp_size(t) * dims;
+        let count = acc.count();
+        let mut values = Vec::new();
+        match acc.view() {
+            Some(view) => {
+                let bytes = self.view_bytes(&view)?;
+                let stride = view.stride().unwrap_or(elem);
+                if stride < elem {
+                    return Err(format!(
+                        "byte stride {stride} is smaller than the element size {elem}"
+                    ));
+                }
+                Self::strided(bytes, acc.offset(), count, stride, elem, t, &mut values)?;
+            }
+            None => {
+                let n = count
+                    .checked_mul(dims)
+                    .filter(|&n| n <= MAX_IMPLICIT_COMPONENTS);
+                let n =
+                    n.ok_or_else(|| format!("{count} elements without a buffer view is too many"))?;
+                values = vec![0.0; n];
+            }
+        }
+        if let Some(sparse) = acc.sparse() {
+            let n = sparse.count();
+            if n > count {
+                return Err(format!("{n} sparse substitutions for {count} elements"));
+            }
+            let ind = sparse.indices();
+            let it = match ind.index_type() {
+                ::gltf::accessor::sparse::IndexType::U8 => DataType::U8,
+                ::gltf::accessor::sparse::IndexType::U16 => DataType::U16,
+                ::gltf::accessor::sparse::IndexType::U32 => DataType::U32,
+            };
+            let mut indices = Vec::new();
+            let ibytes = self.view_bytes(&ind.view())?;
+            Self::strided(
+                ibytes,
+                ind.offset(),
+                n,
+                comp_size(it),
+                comp_size(it),
+                it,
+                &mut indices,
+            )
+            .map_err(|e| format!("sparse indices: {e}"))?;
+            let val = sparse.values();
+            let mut subst = Vec::new();
+            let vbytes = self.view_bytes(&val.view())?;
+            Self::strided(vbytes, val.offset(), n, elem, elem, t, &mut subst)
+                .map_err(|e| format!("sparse values: {e}"))?;
+            let mut prev: Option<f64> = None;
+            for (k, &i) in indices.iter().enumerate() {
+                if prev.is_some_and(|p| i <= p) || i >= count as f64 {
+                    return Err(format!(
+                        "sparse index {k} ({i}) is out of range or not increasing"
+                    ));
+                }
+                prev = Some(i);
+                let at = i as usize * dims;
+                let (Some(dst), Some(src)) = (
+                    values.get_mut(at..at + dims),
+                    subst.get(k * dims..(k + 1) * dims),
+                ) else {
+                    return Err(format!("sparse index {k} out of range"));
+                };
+                dst.copy_from_slice(src);
+            }
+        }
+        Ok(values)
+    }
+
+    fn check_dims(
+        &self,
+        acc: &Accessor<'_>,
+        used_as: &str,
+        allowed: &[Dimensions],
+    ) -> Result<usize, ImportError> {
+        let d = acc.dimensions();
+        if !allowed.contains(&d) {
+            let want: Vec<&str> = allowed.iter().map(|&a| type_name(a)).collect();
+            return Err(self.err(
+                acc,
+                used_as,
+                format!("type {} (expected {})", type_name(d), want.join(" or ")),
+            ));
+        }
+        Ok(d.multiplicity())
+    }
+
+    /// Reads float data: `FLOAT` components, or when `normalized_ok`, normalised integer
+    /// components converted to `[0, 1]` / `[-1, 1]`. NaN and infinite values are errors.
+    pub fn floats(
+        &self,
+        acc: &Accessor<'_>,
+        used_as: &str,
+        allowed: &[Dimensions],
+        normalized_ok: bool,
+    ) -> Result<Components<f32>, ImportError> {
+        let dims = self.check_dims(acc, used_as, allowed)?;
+        let t = acc.data_type();
+        let ok = t == DataType::F32 || (normalized_ok && acc.normalized() && t != DataType::U32);
+        if !ok {
+            let want = if normalized_ok {
+                "FLOAT or a normalized integer type"
+            } else {
+                "FLOAT"
+            };
+            return Err(self.err(
+                acc,
+                used_as,
+                format!(
+                    "component type {} (expected {want})",
+                    comp_name(t, acc.normalized())
+                ),
+            ));
+        }
+        let raw = self.raw(acc, dims).map_err(|e| self.err(acc, used_as, e))?;
+        let mut values = Vec::with_capacity(raw.len());
+        for (i, c) in raw.into_iter().enumerate() {
+            let v = normalize(t, c) as f32;
+            if !v.is_finite() {
+                return Err(self.err(
+                    acc,
+                    used_as,
+                    format!("element {} holds NaN or an infinite value", i / dims),
+                ));
+            }
+            values.push(v);
+        }
+        Ok(Components { dims, values })
+    }
+
+    /// Reads unsigned integer data of one of the `allowed_types` (not normalized).
+    pub fn uints(
+        &self,
+        acc: &Accessor<'_>,
+        used_as: &str,
+        allowed: &[Dimensions],
+        allowed_types: &[DataType],
+    ) -> Result<Components<u32>, ImportError> {
+        let dims = self.check_dims(acc, used_as, allowed)?;
+        let t = acc.data_type();
+        if !allowed_types.contains(&t) || acc.normalized() {
+            let want: Vec<String> = allowed_types.iter().map(|&a| comp_name(a, false)).collect();
+            return Err(self.err(
+                acc,
+                used_as,
+                format!(
+                    "component type {} (expected {})",
+                    comp_name(t, acc.normalized()),
+                    want.join(" or ")
+                ),
+            ));
+        }
+        let raw = self.raw(acc, dims).map_err(|e| self.err(acc, used_as, e))?;
+        // Unsigned integer components of at most 32 bits are exact in f64.
+        Ok(Components {
+            dims,
+            values: raw.into_iter().map(|c| c as u32).collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalisation_follows_the_spec() {
+        assert_eq!(normalize(DataType::I8, -128.0), -1.0);
+        assert_eq!(normalize(DataType::I8, 127.0), 1.0);
+        assert_eq!(normalize(DataType::U8, 255.0), 1.0);
+        assert_eq!(normalize(DataType::I16, -32768.0), -1.0);
+        assert_eq!(normalize(DataType::U16, 65535.0), 1.0);
+        assert!((normalize(DataType::U16, 32768.0) - 32768.0 / 65535.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn decode_reads_little_endian_and_refuses_short_input() {
+        assert_eq!(decode(DataType::I16, &[0xfe, 0xff]), Some(-2.0));
+        assert_eq!(decode(DataType::U32, &[1, 0, 0, 1]), Some(16_777_217.0));
+        assert_eq!(decode(DataType::F32, &1.5f32.to_le_bytes()), Some(1.5));
+        assert_eq!(decode(DataType::U16, &[1]), None);
+    }
+
+    #[test]
+    fn strided_checks_the_range_before_reading() {
+        let bytes = [1u8, 2, 3, 4, 5, 6];
+        let mut out = Vec::new();
+        Reader::strided(&bytes, 1, 2, 3, 2, DataType::U8, &mut out).unwrap();
+        assert_eq!(out, [2.0, 3.0, 5.0, 6.0]);
+        // The last element would need bytes 4..7.
+        assert!(Reader::strided(&bytes, 2, 2, 3, 2, DataType::U8, &mut Vec::new()).is_err());
+        assert!(
+            Reader::strided(&bytes, usize::MAX, 2, 3, 2, DataType::U8, &mut Vec::new()).is_err()
+        );
+        assert!(
+            Reader::strided(
+                &bytes,
+                0,
+                usize::MAX,
+                usize::MAX,
+                2,
+                DataType::U8,
+                &mut Vec::new()
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn components_get_checks_arity_and_range() {
+        let c = Components {
+            dims: 2,
+            values: vec![1, 2, 3, 4],
+        };
+        assert_eq!(c.count(), 2);
+        assert_eq!(c.get::<2>(1), Some([3, 4]));
+        assert_eq!(c.get::<2>(2), None);
+        assert_eq!(c.get::<3>(0), None);
+    }
+}
