@@ -26,6 +26,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod animator;
 pub mod asset;
 pub mod math;
 pub mod builtin;
