@@ -28,6 +28,7 @@
 
 pub mod animator;
 pub mod asset;
+pub mod bake_texture;
 pub mod math;
 pub mod builtin;
 pub mod deform;
