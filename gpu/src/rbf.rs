@@ -39,8 +39,10 @@ pub struct GpuRbfDeformer {
 }
 
 fn storage_init(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
-    let limit =
-        u64::from(ctx.limits.max_storage_buffer_binding_size).min(ctx.limits.max_buffer_size);
+    let limit = ctx
+        .limits
+        .max_storage_buffer_binding_size
+        .min(ctx.limits.max_buffer_size);
     let size = bytes.len() as u64;
     if size > limit {
         return Err(GpuError::TooLarge {
@@ -94,8 +96,10 @@ impl GpuRbfDeformer {
         let delta_cpu = vec![[0.0f32; 4]; n_ctrl];
         let delta = storage_init(ctx, "delta", bytemuck::cast_slice(&delta_cpu))?;
         let out_size = (rest.len() * 4) as u64;
-        let limit =
-            u64::from(ctx.limits.max_storage_buffer_binding_size).min(ctx.limits.max_buffer_size);
+        let limit = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
         if out_size > limit {
             return Err(GpuError::TooLarge {
                 what: "rbf output buffer".into(),

@@ -1,4 +1,5 @@
 //! The WGSL RBF path against the CPU deformer, on a real adapter (lavapipe in CI).
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
 use std::sync::Arc;
 

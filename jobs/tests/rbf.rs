@@ -1,5 +1,6 @@
 //! RBF bake and deformation against values derived independently (by hand or by a different
 //! computation), plus the bad-input paths.
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
 use std::sync::Arc;
 
@@ -757,6 +758,7 @@ fn phi_reference(kernel: Kernel, r: f64) -> f64 {
     }
 }
 
+#[allow(clippy::needless_range_loop)] // index form mirrors the textbook algorithm
 /// Gauss-Jordan elimination with partial pivoting, f64, solving `a x = b` in place.
 fn gauss_jordan(mut a: Vec<Vec<f64>>, mut b: Vec<[f64; 3]>) -> Vec<[f64; 3]> {
     let n = a.len();

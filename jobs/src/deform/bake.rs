@@ -666,7 +666,7 @@ fn solve_interpolation(ctrl: &[[f64; 3]], o: &BakeOptions) -> Result<Solved, Def
     let (lo, hi) = eig.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &l| {
         (lo.min(l), hi.max(l.abs()))
     });
-    if !(lo > 1e-12 * hi) {
+    if lo.is_nan() || lo <= 1e-12 * hi {
         return Err(DeformError::Singular {
             reason: format!(
                 "the controls are coplanar or collinear, the degree-1 polynomial block is rank deficient (Gram eigenvalues min {lo:e}, max {hi:e})"
@@ -731,7 +731,7 @@ fn solve_interpolation(ctrl: &[[f64; 3]], o: &BakeOptions) -> Result<Solved, Def
             umax = umax.max(d);
         }
         let ratio = umin / umax;
-        if !(ratio > size as f64 * f64::EPSILON) {
+        if ratio.is_nan() || ratio <= size as f64 * f64::EPSILON {
             return Err(DeformError::Singular {
                 reason: format!(
                     "LU pivot ratio min|u_ii|/max|u_ii| = {ratio:e} for {size} unknowns (controls too close for this kernel/epsilon?)"

@@ -22,7 +22,7 @@ impl VertexTriangles {
     /// [`DeformError::IndexOutOfRange`] for an index `>= n_vertices`,
     /// [`DeformError::TooLarge`] beyond `u32` counts.
     pub fn new(indices: &[u32], n_vertices: usize) -> Result<Self, DeformError> {
-        if indices.len() % 3 != 0 {
+        if !indices.len().is_multiple_of(3) {
             return Err(DeformError::InvalidOption {
                 reason: format!(
                     "triangle index count {} is not a multiple of 3",
