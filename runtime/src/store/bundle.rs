@@ -1,7 +1,5 @@
 //! [`Bundle`]: a tuple of components spawned together.
 
-use std::mem::ManuallyDrop;
-
 use super::component::{Component, ComponentInfo};
 
 mod sealed {
@@ -17,10 +15,13 @@ pub trait Bundle: Send + 'static + sealed::Sealed {
     /// Pushes the info of each element, in element order.
     #[doc(hidden)]
     fn infos(out: &mut Vec<ComponentInfo>);
-    /// Hands each element, in element order, as (element index, pointer to the value) to `f`,
-    /// which takes ownership by copying the bytes. Values `f` does not copy are leaked.
+    /// Moves each element into `dst(element index)`, in element order.
+    ///
+    /// # Safety
+    /// For each element index `i`, `dst(i)` must return a pointer valid for writing one value
+    /// of element `i`'s type, properly aligned, whose previous contents are not dropped.
     #[doc(hidden)]
-    fn put<F: FnMut(usize, *const u8)>(self, f: F);
+    unsafe fn write_into<F: FnMut(usize) -> *mut u8>(self, dst: F);
 }
 
 macro_rules! tuple_bundle {
@@ -32,10 +33,11 @@ macro_rules! tuple_bundle {
                 $(out.push(ComponentInfo::of::<$T>());)*
             }
             #[allow(unused_variables, unused_mut)]
-            fn put<PutFn: FnMut(usize, *const u8)>(self, mut f: PutFn) {
+            unsafe fn write_into<Dst: FnMut(usize) -> *mut u8>(self, mut dst: Dst) {
                 $(
-                    let value = ManuallyDrop::new(self.$n);
-                    f($n, std::ptr::from_ref::<$T>(&value).cast::<u8>());
+                    // SAFETY: the caller guarantees `dst($n)` is valid, aligned storage for a
+                    // `$T` (typed write: the size is known at compile time).
+                    unsafe { dst($n).cast::<$T>().write(self.$n) };
                 )*
             }
         }

@@ -87,6 +87,12 @@ impl Entities {
         self.len
     }
 
+    /// Reserves room for `additional` more slots (beyond the free list).
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.meta
+            .reserve(additional.saturating_sub(self.free.len()));
+    }
+
     /// Allocates a handle (reusing the most recently freed slot first). Its location must be set
     /// with [`Entities::set_location`] before it is resolved.
     pub(crate) fn alloc(&mut self) -> Result<Entity, StoreError> {

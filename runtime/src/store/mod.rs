@@ -295,16 +295,19 @@ impl Store {
         };
         let archetype = &self.archetypes[arch_index];
         let columns = &self.bundle_slots[slot].columns;
+        let base = archetype.chunks[chunk].base();
         // SAFETY: (chunk, row) was just reserved in a live chunk; nothing else references it.
-        unsafe { archetype.entity_ptr(chunk, row).write(entity) };
-        bundle.put(|element, src| {
-            let col = columns[element];
-            let size = archetype.columns[col].size;
-            // SAFETY: `src` points to a value of the element's type, which is the type of
-            // column `col` (bundle slot built from the same type infos); the destination is the
-            // reserved, uninitialised row; `put` forgets the source after this copy.
-            unsafe { std::ptr::copy_nonoverlapping(src, archetype.ptr_at(col, chunk, row), size) };
-        });
+        unsafe { base.cast::<Entity>().add(row).write(entity) };
+        let cols = &archetype.columns;
+        // SAFETY: element `i` of the bundle has the type of column `columns[i]` (the slot was
+        // built from the same type infos); `base + offset + row * size` is that column's slot for
+        // the reserved, uninitialised row, aligned for the type.
+        unsafe {
+            bundle.write_into(|element| {
+                let col = &cols[columns[element]];
+                base.add(col.offset + row * col.size)
+            });
+        }
         self.entities.set_location(
             entity.index(),
             Location {
@@ -337,7 +340,9 @@ impl Store {
     {
         let slot = self.bundle_slot::<B>()?;
         let iter = bundles.into_iter();
-        let mut out = Vec::with_capacity(iter.size_hint().0);
+        let hint = iter.size_hint().0;
+        self.entities.reserve(hint);
+        let mut out = Vec::with_capacity(hint);
         for bundle in iter {
             out.push(self.spawn_in_slot(slot, bundle)?);
         }

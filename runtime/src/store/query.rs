@@ -617,7 +617,8 @@ impl<'c, Q: QueryParam> QueryChunk<'c, Q> {
         let mut access = Vec::new();
         Q::Fetch::access(&mut access);
         let id = TypeId::of::<T>();
-        if !access.iter().any(|&(t, _, _)| t == id) || access.iter().any(|&(t, _, w)| t == id && w) {
+        if !access.iter().any(|&(t, _, _)| t == id) || access.iter().any(|&(t, _, w)| t == id && w)
+        {
             return None;
         }
         let component = self.store.registry.get(id)?;
@@ -626,7 +627,9 @@ impl<'c, Q: QueryParam> QueryChunk<'c, Q> {
         // SAFETY: the query holds a shared borrow of `T` for `'c` and no exclusive one (checked
         // above), the column lies inside the chunk's allocation at `offset`, is aligned for `T`
         // and holds `len` initialised values.
-        Some(unsafe { std::slice::from_raw_parts(self.chunk.base().add(offset).cast::<T>(), self.chunk.len()) })
+        Some(unsafe {
+            std::slice::from_raw_parts(self.chunk.base().add(offset).cast::<T>(), self.chunk.len())
+        })
     }
 
     /// The frame at which column `T` of this chunk was last written, or 0 if the chunk has no
