@@ -1,6 +1,6 @@
 //! The chunked archetype store: entities, components, queries, resources, deferred commands.
 //!
-//! Entities with the same set of component types share an [`Archetype`](archetype) whose rows live
+//! Entities with the same set of component types share an *archetype* whose rows live
 //! in fixed-size chunks ([`DEFAULT_CHUNK_BYTES`] by default): one column per component (SoA) plus
 //! an entity column. A chunk is its own heap allocation and never moves, so column slices stay
 //! valid while a frame runs. An archetype whose single row does not fit the chunk size gets larger
