@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use glam::Vec3;
-use sinew_jobs::deform::{BakeOptions, Kernel, RbfDeformer, RbfMode, bake};
+use sinew_jobs::deform::{BakeOptions, Kernel, RbfDeformer, bake};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Mode {
