@@ -76,6 +76,8 @@ pub enum GpuError {
     Map(String),
     /// Waiting for the device failed.
     Poll(String),
+    /// Writing an image file failed.
+    Image(String),
 }
 
 impl fmt::Display for GpuError {
@@ -100,6 +102,7 @@ impl fmt::Display for GpuError {
             }
             Self::Map(e) => write!(f, "gpu: buffer map failed: {e}"),
             Self::Poll(e) => write!(f, "gpu: device poll failed: {e}"),
+            Self::Image(e) => write!(f, "gpu: image write failed: {e}"),
         }
     }
 }

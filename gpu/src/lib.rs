@@ -1,6 +1,14 @@
-//! sinew-gpu: the GPU half of sinew (headless wgpu device, RBF compute).
-#![forbid(unsafe_code)]
+//! sinew-gpu: the GPU half of sinew (headless wgpu device, mapped palette ring, WGSL skinning,
+//! offscreen crowd rendering, RBF compute).
+//!
+//! `unsafe` is denied crate-wide; the one exception is `palette_ring::mapped_bytes`, which views
+//! wgpu 30's write-only mapped range as `&mut [u8]` so the skinning job can write palettes in
+//! place (see the `palette_ring` module documentation).
+#![deny(unsafe_code)]
 
 pub mod baked;
 pub mod context;
+pub mod palette_ring;
 pub mod rbf;
+pub mod render;
+pub mod skin_pass;

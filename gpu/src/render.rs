@@ -1,0 +1,733 @@
+//! Offscreen rendering of a skinned crowd to an image (and PNG).
+//!
+//! [`CrowdRenderer`] draws every instance of one skinned mesh in one instanced, indexed draw:
+//! the vertex shader (`skinning.wgsl`, `vs_main`) blends four palette matrices per vertex, the
+//! palette being a storage buffer of float3x4 entries (a [`PaletteRing`] buffer, say) and each
+//! [`Instance`] naming its first palette entry and its world transform. Shading is lambert plus
+//! ambient with one directional light. The target is `Rgba8UnormSrgb` colour with a
+//! `Depth32Float` depth buffer; [`CrowdRenderer::render`] reads it back as an [`RgbaImage`].
+//!
+//! The vertex path uses the mesh's first four influences (those with the largest weights);
+//! a second influence set, when the mesh has one, is used only by the compute path
+//! ([`crate::skin_pass`]).
+
+use std::path::Path;
+
+use glam::{Affine3A, Mat4, Vec2, Vec3, Vec4};
+use sinew_jobs::asset::SkinnedMesh;
+use wgpu::util::DeviceExt;
+
+use crate::context::{GpuContext, GpuError};
+use crate::palette_ring::{ENTRY_BYTES, PaletteRing};
+use crate::skin_pass::SKINNING_WGSL;
+
+/// The colour target format.
+pub const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
+/// The depth target format.
+pub const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+
+/// Per-instance data: first palette entry and world transform (rows of a 3x4 matrix).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Instance {
+    /// Index of the instance's first palette entry (`FrameSlot::palette_offset`).
+    pub palette_base: u32,
+    /// Padding (keeps the rows 16-byte aligned).
+    pub pad: [u32; 3],
+    /// The world transform's three rows (`x' = row0 · (x, y, z, 1)`, ...).
+    pub world_rows: [[f32; 4]; 3],
+}
+
+impl Instance {
+    /// An instance at `world` using palette entries from `palette_base` on.
+    pub fn new(palette_base: u32, world: Affine3A) -> Self {
+        let m = Mat4::from(world);
+        let r = |i: usize| m.row(i).to_array();
+        Self {
+            palette_base,
+            pad: [0; 3],
+            world_rows: [r(0), r(1), r(2)],
+        }
+    }
+
+    /// The world transform.
+    pub fn world(&self) -> Affine3A {
+        let [r0, r1, r2] = self.world_rows;
+        Affine3A::from_mat4(
+            Mat4::from_cols_array_2d(&[r0, r1, r2, [0.0, 0.0, 0.0, 1.0]]).transpose(),
+        )
+    }
+}
+
+/// A perspective camera looking at a point (right-handed, Y up, depth 0..1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Camera {
+    /// Eye position.
+    pub eye: Vec3,
+    /// Point looked at.
+    pub target: Vec3,
+    /// Up direction.
+    pub up: Vec3,
+    /// Vertical field of view in radians.
+    pub fov_y: f32,
+    /// Near plane distance.
+    pub near: f32,
+    /// Far plane distance.
+    pub far: f32,
+}
+
+impl Camera {
+    /// A camera at `eye` looking at `target`, Y up, 45° vertical field of view, planes at
+    /// 0.1 and 1000.
+    pub fn look_at(eye: Vec3, target: Vec3) -> Self {
+        Self {
+            eye,
+            target,
+            up: Vec3::Y,
+            fov_y: std::f32::consts::FRAC_PI_4,
+            near: 0.1,
+            far: 1000.0,
+        }
+    }
+
+    /// Projection × view for a target of `width / height` aspect ratio.
+    pub fn view_proj(&self, aspect: f32) -> Mat4 {
+        // Right-handed perspective with depth 0..1 (wgpu's clip space).
+        let h = 1.0 / (0.5 * self.fov_y).tan();
+        let r = self.far / (self.near - self.far);
+        let proj = Mat4::from_cols(
+            Vec4::new(h / aspect, 0.0, 0.0, 0.0),
+            Vec4::new(0.0, h, 0.0, 0.0),
+            Vec4::new(0.0, 0.0, r, -1.0),
+            Vec4::new(0.0, 0.0, r * self.near, 0.0),
+        );
+        // Right-handed look-at: the camera looks down its −Z.
+        let f = (self.target - self.eye).normalize_or_zero();
+        let s = f.cross(self.up).normalize_or_zero();
+        let u = s.cross(f);
+        let view = Mat4::from_cols(
+            Vec4::new(s.x, u.x, -f.x, 0.0),
+            Vec4::new(s.y, u.y, -f.y, 0.0),
+            Vec4::new(s.z, u.z, -f.z, 0.0),
+            Vec4::new(-s.dot(self.eye), -u.dot(self.eye), f.dot(self.eye), 1.0),
+        );
+        proj * view
+    }
+
+    /// Pixel coordinates (x right, y down, pixel centres at .5) of world point `p` on a
+    /// `width × height` target, or `None` behind the eye.
+    pub fn project(&self, p: Vec3, width: u32, height: u32) -> Option<Vec2> {
+        let clip = self.view_proj(width as f32 / height.max(1) as f32) * Vec4::from((p, 1.0));
+        if clip.w <= 0.0 {
+            return None;
+        }
+        let ndc = clip.truncate() / clip.w;
+        Some(Vec2::new(
+            (ndc.x + 1.0) * 0.5 * width as f32,
+            (1.0 - ndc.y) * 0.5 * height as f32,
+        ))
+    }
+}
+
+/// An RGBA8 image (sRGB-encoded), rows top to bottom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RgbaImage {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// `width × height × 4` bytes.
+    pub pixels: Vec<u8>,
+}
+
+impl RgbaImage {
+    /// The pixel at (x, y), or `None` outside.
+    pub fn pixel(&self, x: u32, y: u32) -> Option<[u8; 4]> {
+        if x >= self.width || y >= self.height {
+            return None;
+        }
+        let i = ((y * self.width + x) * 4) as usize;
+        self.pixels
+            .get(i..i + 4)
+            .and_then(|s| <[u8; 4]>::try_from(s).ok())
+    }
+
+    /// Writes a PNG file.
+    ///
+    /// # Errors
+    /// [`GpuError::Image`] when the file cannot be created or encoded.
+    pub fn save_png(&self, path: impl AsRef<Path>) -> Result<(), GpuError> {
+        let path = path.as_ref();
+        let err = |e: &dyn std::fmt::Display| GpuError::Image(format!("{}: {e}", path.display()));
+        let file = std::fs::File::create(path).map_err(|e| err(&e))?;
+        let mut enc = png::Encoder::new(std::io::BufWriter::new(file), self.width, self.height);
+        enc.set_color(png::ColorType::Rgba);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
+        let mut writer = enc.write_header().map_err(|e| err(&e))?;
+        writer.write_image_data(&self.pixels).map_err(|e| err(&e))?;
+        writer.finish().map_err(|e| err(&e))
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct RenderVertex {
+    position: [f32; 3],
+    normal: [f32; 3],
+    joints: [u32; 4],
+    weights: [f32; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct Globals {
+    view_proj: [[f32; 4]; 4],
+    light_dir: [f32; 4],
+    albedo_ambient: [f32; 4],
+}
+
+/// Shading parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shading {
+    /// Direction the light travels (normalised when used).
+    pub light_dir: Vec3,
+    /// Linear RGB albedo.
+    pub albedo: Vec3,
+    /// Ambient fraction in `[0, 1]`.
+    pub ambient: f32,
+    /// Linear RGBA clear colour.
+    pub clear: [f64; 4],
+}
+
+impl Default for Shading {
+    fn default() -> Self {
+        Self {
+            light_dir: Vec3::new(-0.4, -1.0, -0.6),
+            albedo: Vec3::new(0.8, 0.55, 0.35),
+            ambient: 0.25,
+            clear: [0.02, 0.02, 0.03, 1.0],
+        }
+    }
+}
+
+/// Draws a crowd of one skinned mesh offscreen; see the [module documentation](self).
+#[derive(Debug)]
+pub struct CrowdRenderer {
+    pipeline: wgpu::RenderPipeline,
+    layout: wgpu::BindGroupLayout,
+    vertices: wgpu::Buffer,
+    indices: wgpu::Buffer,
+    index_count: u32,
+    bone_count: u32,
+    instances: wgpu::Buffer,
+    instance_count: u32,
+    globals: wgpu::Buffer,
+    color: wgpu::Texture,
+    color_view: wgpu::TextureView,
+    depth_view: wgpu::TextureView,
+    readback: wgpu::Buffer,
+    padded_row: u32,
+    width: u32,
+    height: u32,
+    /// Light, colours, clear colour.
+    pub shading: Shading,
+}
+
+impl CrowdRenderer {
+    /// Uploads `mesh` and creates `width × height` targets.
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] for a zero or oversized target or a mesh without triangles;
+    /// [`GpuError::TooLarge`] for a mesh over the buffer limit.
+    pub fn new(
+        ctx: &GpuContext,
+        mesh: &SkinnedMesh,
+        width: u32,
+        height: u32,
+    ) -> Result<Self, GpuError> {
+        let max = ctx.limits.max_texture_dimension_2d;
+        if width == 0 || height == 0 || width > max || height > max {
+            return Err(GpuError::InvalidInput {
+                what: format!("CrowdRenderer: target {width}×{height} (1..={max} per side)"),
+            });
+        }
+        if mesh.indices().is_empty() {
+            return Err(GpuError::InvalidInput {
+                what: format!("CrowdRenderer: mesh '{}' has no triangles", mesh.name()),
+            });
+        }
+        let device = &ctx.device;
+        let normals = mesh.normals();
+        let verts: Vec<RenderVertex> = mesh
+            .positions()
+            .iter()
+            .enumerate()
+            .map(|(i, p)| RenderVertex {
+                position: p.to_array(),
+                normal: normals.get(i).map_or([0.0, 1.0, 0.0], |n| n.to_array()),
+                joints: mesh.joints().get(i).copied().unwrap_or([0; 4]),
+                weights: mesh
+                    .weights()
+                    .get(i)
+                    .copied()
+                    .unwrap_or([1.0, 0.0, 0.0, 0.0]),
+            })
+            .collect();
+        let vbytes: &[u8] = bytemuck::cast_slice(&verts);
+        let ibytes: &[u8] = bytemuck::cast_slice(mesh.indices());
+        for (what, size) in [
+            ("mesh vertices", vbytes.len()),
+            ("mesh indices", ibytes.len()),
+        ] {
+            if size as u64 > ctx.limits.max_buffer_size {
+                return Err(GpuError::TooLarge {
+                    what: what.into(),
+                    size: size as u64,
+                    limit: ctx.limits.max_buffer_size,
+                });
+            }
+        }
+        let vertices = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("crowd mesh vertices"),
+            contents: vbytes,
+            usage: wgpu::BufferUsages::VERTEX,
+        });
+        let indices = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("crowd mesh indices"),
+            contents: ibytes,
+            usage: wgpu::BufferUsages::INDEX,
+        });
+        let index_count =
+            u32::try_from(mesh.indices().len()).map_err(|_| GpuError::InvalidInput {
+                what: "CrowdRenderer: index count over u32".into(),
+            })?;
+        let bone_count = u32::try_from(mesh.bone_count()).map_err(|_| GpuError::InvalidInput {
+            what: "CrowdRenderer: bone count over u32".into(),
+        })?;
+        let globals = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("crowd globals"),
+            size: std::mem::size_of::<Globals>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let instances = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("crowd instances"),
+            size: std::mem::size_of::<Instance>() as u64 * 64,
+            usage: wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("skinning.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(SKINNING_WGSL.into()),
+        });
+        let vertex_attrs = wgpu::vertex_attr_array![
+            0 => Float32x3, 1 => Float32x3, 2 => Uint32x4, 3 => Float32x4
+        ];
+        let instance_attrs = wgpu::vertex_attr_array![
+            4 => Uint32, 5 => Float32x4, 6 => Float32x4, 7 => Float32x4
+        ];
+        // `Uint32` at offset 0 and the rows at 16, 32, 48.
+        let instance_attrs = [
+            instance_attrs[0],
+            wgpu::VertexAttribute {
+                offset: 16,
+                ..instance_attrs[1]
+            },
+            wgpu::VertexAttribute {
+                offset: 32,
+                ..instance_attrs[2]
+            },
+            wgpu::VertexAttribute {
+                offset: 48,
+                ..instance_attrs[3]
+            },
+        ];
+        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("crowd"),
+            layout: None,
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some("vs_main"),
+                compilation_options: Default::default(),
+                buffers: &[
+                    Some(wgpu::VertexBufferLayout {
+                        array_stride: std::mem::size_of::<RenderVertex>() as u64,
+                        step_mode: wgpu::VertexStepMode::Vertex,
+                        attributes: &vertex_attrs,
+                    }),
+                    Some(wgpu::VertexBufferLayout {
+                        array_stride: std::mem::size_of::<Instance>() as u64,
+                        step_mode: wgpu::VertexStepMode::Instance,
+                        attributes: &instance_attrs,
+                    }),
+                ],
+            },
+            primitive: wgpu::PrimitiveState {
+                topology: wgpu::PrimitiveTopology::TriangleList,
+                front_face: wgpu::FrontFace::Ccw,
+                cull_mode: Some(wgpu::Face::Back),
+                ..Default::default()
+            },
+            depth_stencil: Some(wgpu::DepthStencilState {
+                format: DEPTH_FORMAT,
+                depth_write_enabled: Some(true),
+                depth_compare: Some(wgpu::CompareFunction::Less),
+                stencil: wgpu::StencilState::default(),
+                bias: wgpu::DepthBiasState::default(),
+            }),
+            multisample: wgpu::MultisampleState::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: &module,
+                entry_point: Some("fs_main"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format: COLOR_FORMAT,
+                    blend: None,
+                    write_mask: wgpu::ColorWrites::ALL,
+                })],
+            }),
+            multiview_mask: None,
+            cache: None,
+        });
+        let layout = pipeline.get_bind_group_layout(0);
+        let size = wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        };
+        let color = device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("crowd colour"),
+            size,
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: COLOR_FORMAT,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
+        });
+        let depth = device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("crowd depth"),
+            size,
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: DEPTH_FORMAT,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+            view_formats: &[],
+        });
+        let padded_row = (width * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
+            * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("crowd read-back"),
+            size: u64::from(padded_row) * u64::from(height),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Self {
+            pipeline,
+            layout,
+            vertices,
+            indices,
+            index_count,
+            bone_count,
+            instances,
+            instance_count: 0,
+            globals,
+            color_view: color.create_view(&wgpu::TextureViewDescriptor::default()),
+            color,
+            depth_view: depth.create_view(&wgpu::TextureViewDescriptor::default()),
+            readback,
+            padded_row,
+            width,
+            height,
+            shading: Shading::default(),
+        })
+    }
+
+    /// Target width.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// Target height.
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+
+    /// Instances drawn by [`CrowdRenderer::encode`].
+    pub fn instance_count(&self) -> u32 {
+        self.instance_count
+    }
+
+    /// Uploads the instances (growing the instance buffer when needed).
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] for more than `u32::MAX` instances, [`GpuError::TooLarge`]
+    /// past the buffer limit.
+    pub fn set_instances(
+        &mut self,
+        ctx: &GpuContext,
+        instances: &[Instance],
+    ) -> Result<(), GpuError> {
+        let count = u32::try_from(instances.len()).map_err(|_| GpuError::InvalidInput {
+            what: format!("CrowdRenderer: {} instances (over u32)", instances.len()),
+        })?;
+        let bytes: &[u8] = bytemuck::cast_slice(instances);
+        if bytes.len() as u64 > self.instances.size() {
+            let size = (bytes.len() as u64).saturating_mul(3) / 2;
+            if size > ctx.limits.max_buffer_size {
+                return Err(GpuError::TooLarge {
+                    what: "crowd instance buffer".into(),
+                    size,
+                    limit: ctx.limits.max_buffer_size,
+                });
+            }
+            self.instances = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("crowd instances"),
+                size: size.div_ceil(4) * 4,
+                usage: wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+        }
+        if !bytes.is_empty() {
+            ctx.queue.write_buffer(&self.instances, 0, bytes);
+        }
+        self.instance_count = count;
+        Ok(())
+    }
+
+    /// Checks that every instance's palette lies inside a palette of `palette_entries`.
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] naming the first instance that reads past the end.
+    pub fn check_palette_bounds(
+        &self,
+        instances: &[Instance],
+        palette_entries: u64,
+    ) -> Result<(), GpuError> {
+        if let Some((i, inst)) = instances.iter().enumerate().find(|(_, inst)| {
+            u64::from(inst.palette_base) + u64::from(self.bone_count) > palette_entries
+        }) {
+            return Err(GpuError::InvalidInput {
+                what: format!(
+                    "CrowdRenderer: instance {i} reads palette entries {}..{} of {palette_entries}",
+                    inst.palette_base,
+                    u64::from(inst.palette_base) + u64::from(self.bone_count)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records the render pass (clear, one instanced draw of the instances set by
+    /// [`CrowdRenderer::set_instances`]) reading palettes from `palette`, and queues the
+    /// camera/shading uniforms. `timestamp_writes` brackets the pass.
+    pub fn encode(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        palette: &wgpu::Buffer,
+        camera: &Camera,
+        timestamp_writes: Option<wgpu::RenderPassTimestampWrites<'_>>,
+    ) {
+        let s = &self.shading;
+        let globals = Globals {
+            view_proj: camera
+                .view_proj(self.width as f32 / self.height as f32)
+                .to_cols_array_2d(),
+            light_dir: Vec4::from((s.light_dir.normalize_or_zero(), 0.0)).to_array(),
+            albedo_ambient: Vec4::from((s.albedo, s.ambient.clamp(0.0, 1.0))).to_array(),
+        };
+        ctx.queue
+            .write_buffer(&self.globals, 0, bytemuck::bytes_of(&globals));
+        let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("crowd bind group"),
+            layout: &self.layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: palette.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: self.globals.as_entire_binding(),
+                },
+            ],
+        });
+        let [r, g, b, a] = s.clear;
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("crowd"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &self.color_view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(wgpu::Color { r, g, b, a }),
+                    store: wgpu::StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &self.depth_view,
+                depth_ops: Some(wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(1.0),
+                    store: wgpu::StoreOp::Discard,
+                }),
+                stencil_ops: None,
+            }),
+            timestamp_writes,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        if self.instance_count == 0 {
+            return;
+        }
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.set_vertex_buffer(0, self.vertices.slice(..));
+        pass.set_vertex_buffer(1, self.instances.slice(..));
+        pass.set_index_buffer(self.indices.slice(..), wgpu::IndexFormat::Uint32);
+        pass.draw_indexed(0..self.index_count, 0, 0..self.instance_count);
+    }
+
+    /// Records the copy of the colour target into the read-back buffer.
+    pub fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) {
+        encoder.copy_texture_to_buffer(
+            wgpu::TexelCopyTextureInfo {
+                texture: &self.color,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            },
+            wgpu::TexelCopyBufferInfo {
+                buffer: &self.readback,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(self.padded_row),
+                    rows_per_image: Some(self.height),
+                },
+            },
+            wgpu::Extent3d {
+                width: self.width,
+                height: self.height,
+                depth_or_array_layers: 1,
+            },
+        );
+    }
+
+    /// Waits for `submission` (which must include [`CrowdRenderer::encode_readback`]) and
+    /// returns the image.
+    ///
+    /// # Errors
+    /// [`GpuError::Map`] / [`GpuError::Poll`].
+    pub fn read_image(
+        &self,
+        ctx: &GpuContext,
+        submission: wgpu::SubmissionIndex,
+    ) -> Result<RgbaImage, GpuError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.readback.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        ctx.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(submission),
+                timeout: None,
+            })
+            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| GpuError::Map(e.to_string()))?
+            .map_err(|e| GpuError::Map(e.to_string()))?;
+        let row = (self.width * 4) as usize;
+        let mut pixels = Vec::with_capacity(row * self.height as usize);
+        {
+            let view = self
+                .readback
+                .get_mapped_range(..)
+                .map_err(|e| GpuError::Map(e.to_string()))?;
+            for y in 0..self.height as usize {
+                let start = y * self.padded_row as usize;
+                let line = view.get(start..start + row).ok_or_else(|| {
+                    GpuError::Map("CrowdRenderer: read-back shorter than the image".into())
+                })?;
+                pixels.extend_from_slice(line);
+            }
+        }
+        self.readback.unmap();
+        Ok(RgbaImage {
+            width: self.width,
+            height: self.height,
+            pixels,
+        })
+    }
+
+    /// Draws `instances` with the palettes in `palette` (a storage buffer of float3x4
+    /// entries) as seen by `camera`, waits, and returns the image.
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] when an instance reads past the end of `palette`; as
+    /// [`CrowdRenderer::set_instances`] and [`CrowdRenderer::read_image`].
+    pub fn render(
+        &mut self,
+        ctx: &GpuContext,
+        palette: &wgpu::Buffer,
+        instances: &[Instance],
+        camera: &Camera,
+    ) -> Result<RgbaImage, GpuError> {
+        let (image, _) = self.render_inner(
+            ctx,
+            palette,
+            palette.size() / ENTRY_BYTES,
+            instances,
+            camera,
+        )?;
+        Ok(image)
+    }
+
+    /// [`CrowdRenderer::render`] with this frame's buffer of `ring` (after
+    /// [`PaletteRing::write`]); reports the submission to the ring so it re-maps the buffer.
+    ///
+    /// # Errors
+    /// As [`CrowdRenderer::render`]; [`GpuError::InvalidInput`] when the ring holds no buffer.
+    pub fn render_ring(
+        &mut self,
+        ctx: &GpuContext,
+        ring: &mut PaletteRing,
+        instances: &[Instance],
+        camera: &Camera,
+    ) -> Result<RgbaImage, GpuError> {
+        let palette = ring
+            .buffer()
+            .cloned()
+            .ok_or_else(|| GpuError::InvalidInput {
+                what: "CrowdRenderer::render_ring: the ring has no buffer".into(),
+            })?;
+        let (image, sub) =
+            self.render_inner(ctx, &palette, ring.len() as u64, instances, camera)?;
+        ring.submitted(Some(sub));
+        Ok(image)
+    }
+
+    fn render_inner(
+        &mut self,
+        ctx: &GpuContext,
+        palette: &wgpu::Buffer,
+        palette_entries: u64,
+        instances: &[Instance],
+        camera: &Camera,
+    ) -> Result<(RgbaImage, wgpu::SubmissionIndex), GpuError> {
+        self.check_palette_bounds(instances, palette_entries)?;
+        self.set_instances(ctx, instances)?;
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("crowd render"),
+            });
+        self.encode(ctx, &mut encoder, palette, camera, None);
+        self.encode_readback(&mut encoder);
+        let sub = ctx.queue.submit([encoder.finish()]);
+        // The read-back waits for this submission; keep a clone for the ring.
+        let image = self.read_image(ctx, sub.clone())?;
+        Ok((image, sub))
+    }
+}
