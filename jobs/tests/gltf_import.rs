@@ -2,6 +2,8 @@
 //! files. Expected values are derived independently: the JSON chunk is parsed here with
 //! serde_json, accessor floats are read from the BIN chunk by hand, and interpolation is
 //! computed from the glTF spec formulas.
+// Helpers outside `#[test]` functions unwrap and panic on fixture errors, as tests do.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use glam::{Mat4, Quat, Vec3, Vec4};
 use serde_json::{Value, json};
@@ -143,9 +145,10 @@ fn mat_close(a: Mat4, b: Mat4, tol: f32) -> bool {
 }
 
 fn model_matrices(rig: &Rig, pose: &[sinew_jobs::asset::Transform]) -> Vec<Mat4> {
+    assert_eq!(pose.len(), rig.bone_count());
     let mut out: Vec<Mat4> = Vec::with_capacity(rig.bone_count());
-    for i in 0..rig.bone_count() {
-        let local = pose[i].to_mat4();
+    for (i, t) in pose.iter().enumerate() {
+        let local = t.to_mat4();
         let m = match rig.parent(BoneIndex(i as u32)) {
             Some(p) => out[p.get()] * local,
             None => local,
@@ -675,7 +678,7 @@ impl Builder {
         count: usize,
         extra: Value,
     ) -> usize {
-        while self.bin.len() % 4 != 0 {
+        while !self.bin.len().is_multiple_of(4) {
             self.bin.push(0);
         }
         self.views
@@ -733,11 +736,11 @@ impl Builder {
         doc["bufferViews"] = Value::Array(self.views.clone());
         doc["accessors"] = Value::Array(self.accessors.clone());
         let mut j = serde_json::to_vec(&doc).unwrap();
-        while j.len() % 4 != 0 {
+        while !j.len().is_multiple_of(4) {
             j.push(b' ');
         }
         let mut bin = self.bin.clone();
-        while bin.len() % 4 != 0 {
+        while !bin.len().is_multiple_of(4) {
             bin.push(0);
         }
         let mut out = b"glTF".to_vec();
@@ -798,7 +801,12 @@ fn rich_file() -> (Builder, Value) {
         4,
         true,
     );
-    let mw = b.f32s(&[0.0, 1.0, 0.5, 0.5, 1.0, 0.0], "SCALAR", 1);
+    // Two morph targets, CUBICSPLINE: per key in tangents (2), values (2), out tangents (2).
+    #[rustfmt::skip]
+    let mw = b.f32s(&[9., 9., 0., 1., 1., 0.,  2., -1., 1., 0., 9., 9.,  0., 0., 0., 0., 0., 0.], "SCALAR", 1);
+    // CUBICSPLINE translation with in tangents different from out tangents.
+    #[rustfmt::skip]
+    let cs = b.f32s(&[9., 9., 9., 0., 0., 0., 1., 0., 0.,  -2., 0., 0., 1., 0., 0., 5., 5., 5.,  0., 0., 0., 0., 0., 0., 7., 7., 7.], "VEC3", 3);
     let doc = json!({
         "scene": 0,
         "scenes": [{"nodes": [0, 5]}],
@@ -824,15 +832,17 @@ fn rich_file() -> (Builder, Value) {
             "samplers": [
                 {"input": t, "output": tr, "interpolation": "LINEAR"},
                 {"input": t, "output": rot, "interpolation": "LINEAR"},
-                {"input": t, "output": mw, "interpolation": "STEP"},
-                {"input": t, "output": tr2, "interpolation": "STEP"}
+                {"input": t, "output": mw, "interpolation": "CUBICSPLINE"},
+                {"input": t, "output": tr2, "interpolation": "STEP"},
+                {"input": t, "output": cs, "interpolation": "CUBICSPLINE"}
             ],
             "channels": [
                 {"sampler": 0, "target": {"node": 4, "path": "translation"}},
                 {"sampler": 1, "target": {"node": 1, "path": "rotation"}},
                 {"sampler": 2, "target": {"node": 5, "path": "weights"}},
                 {"sampler": 3, "target": {"node": 4, "path": "translation"}},
-                {"sampler": 0, "target": {"node": 7, "path": "translation"}}
+                {"sampler": 0, "target": {"node": 7, "path": "translation"}},
+                {"sampler": 4, "target": {"node": 3, "path": "translation"}}
             ]
         }]
     });
@@ -925,9 +935,23 @@ fn a_rich_hand_written_file_imports_as_specified() {
             > 1.0 - 1e-4,
         "{q}"
     );
-    // Morph weights as user curves "<node>.weights[k]", STEP.
+    // Morph weights as user curves "<node>.weights[k]", CUBICSPLINE. At t = 0.5 (dt = 1):
+    // h00 = h01 = 0.5, h10 = 0.125, h11 = -0.125, so
+    // w0 = 0.5 * 0 + 0.125 * 1 + 0.5 * 1 - 0.125 * 2 = 0.375 and
+    // w1 = 0.5 * 1 + 0.125 * 0 + 0.5 * 0 - 0.125 * (-1) = 0.625.
     let curves: Vec<&str> = clip.curves().iter().map(|c| c.name.as_str()).collect();
     assert_eq!(curves, ["body.weights[0]", "body.weights[1]"]);
+    assert!((clip.sample_curve(0, 0.5).unwrap() - 0.375).abs() < 1e-6);
+    assert!((clip.sample_curve(1, 0.5).unwrap() - 0.625).abs() < 1e-6);
+    assert_eq!(clip.sample_curve(1, 1.0), Some(0.0));
+    // CUBICSPLINE translation of "head" with distinct in and out tangents, at t = 0.5:
+    // 0.5 * v0 + 0.125 * out0 + 0.5 * v1 - 0.125 * in1 = 0 + 0.125 + 0.5 + 0.25 = 0.875 (x).
+    let head = scene.node_to_bone[3].unwrap();
+    let p = clip.sample_bone(head, 0.5).translation;
+    assert!((p - Vec3::new(0.875, 0.0, 0.0)).length() < 1e-6, "{p}");
+    // t = 1.5: 0.5 * v1 + 0.125 * out1 + 0.5 * v2 - 0.125 * in2 = (0.5 + 0.625, 0.625, 0.625).
+    let p = clip.sample_bone(head, 1.5).translation;
+    assert!((p - Vec3::new(1.125, 0.625, 0.625)).length() < 1e-6, "{p}");
     assert_eq!(clip.duration(), 2.0);
 }
 

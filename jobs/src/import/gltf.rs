@@ -136,6 +136,9 @@ fn import_guarded(
     })
 }
 
+/// The baked primitives of one (mesh, skin) pair: (primitive index, mesh).
+type BakedPrimitives = Vec<(usize, Arc<SkinnedMesh>)>;
+
 /// State shared by the import steps.
 struct Importer<'a> {
     file: &'a str,
@@ -463,7 +466,7 @@ impl<'a> Importer<'a> {
     ) -> Result<Vec<GltfSkinnedPrimitive>, ImportError> {
         let mut out = Vec::new();
         // Two nodes instancing one (mesh, skin) share the baked primitives.
-        let mut cache: HashMap<(usize, usize), Vec<(usize, Arc<SkinnedMesh>)>> = HashMap::new();
+        let mut cache: HashMap<(usize, usize), BakedPrimitives> = HashMap::new();
         let nodes: Vec<::gltf::Node<'_>> = self.doc.nodes().collect();
         for node in &nodes {
             let ni = node.index();
@@ -667,7 +670,7 @@ impl<'a> Importer<'a> {
             Mode::TriangleStrip => strip_to_list(&indices),
             Mode::TriangleFan => fan_to_list(&indices),
             _ => {
-                if indices.len() % 3 != 0 {
+                if !indices.len().is_multiple_of(3) {
                     return Err(err(format!(
                         "{} indices is not a whole number of triangles",
                         indices.len()
@@ -790,10 +793,10 @@ impl<'a> Importer<'a> {
                         .filter_map(|i| c.get::<4>(i))
                         .map(Quat::from_array)
                         .collect();
-                    if !cubic {
-                        if let Some(k) = v.iter().position(|q| !(q.length() > 1e-6)) {
-                            return Err(aerr(format!("rotation key {k} has zero length")));
-                        }
+                    // Lengths are finite here (the reader rejects NaN and infinity).
+                    let zero = v.iter().position(|q| q.length() <= 1e-6);
+                    if let (false, Some(k)) = (cubic, zero) {
+                        return Err(aerr(format!("rotation key {k} has zero length")));
                     }
                     let track = make_track(interp, times, v);
                     tracks_for(&mut bones, &mut bone_slot, node, &node_name).rotation = Some(track);
