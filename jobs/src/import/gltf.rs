@@ -300,15 +300,30 @@ impl<'a> Importer<'a> {
                 *slot = Some(p);
             }
         }
-        // With at most one parent each, a cycle is a parent chain longer than the node count.
+        // With at most one parent each, a cycle is a parent chain that meets itself. Each
+        // node is walked once: 0 = not seen, 1 = on the current chain, 2 = known to reach a root.
+        let mut state = vec![0u8; n];
         for start in 0..n {
-            let mut cur = start;
-            let mut steps = 0usize;
-            while let Some(Some(p)) = parent.get(cur) {
-                cur = *p;
-                steps += 1;
-                if steps > n {
-                    return Err(self.node_err(start, "is part of a cycle in the node graph".into()));
+            let mut chain = Vec::new();
+            let mut cur = Some(start);
+            while let Some(c) = cur {
+                match state.get(c).copied() {
+                    Some(0) => {
+                        if let Some(s) = state.get_mut(c) {
+                            *s = 1;
+                        }
+                        chain.push(c);
+                        cur = parent.get(c).copied().flatten();
+                    }
+                    Some(1) => {
+                        return Err(self.node_err(c, "is part of a cycle in the node graph".into()));
+                    }
+                    _ => break,
+                }
+            }
+            for c in chain {
+                if let Some(s) = state.get_mut(c) {
+                    *s = 2;
                 }
             }
         }
@@ -326,6 +341,7 @@ impl<'a> Importer<'a> {
         let roots: Vec<usize> = match self.doc.default_scene() {
             Some(scene) => {
                 let mut roots = Vec::new();
+                let mut listed = HashSet::new();
                 for node in scene.nodes() {
                     let i = node.index();
                     if let Some(Some(p)) = parent.get(i) {
@@ -337,7 +353,7 @@ impl<'a> Importer<'a> {
                             ),
                         ));
                     }
-                    if !roots.contains(&i) {
+                    if listed.insert(i) {
                         roots.push(i);
                     }
                 }
@@ -706,8 +722,9 @@ impl<'a> Importer<'a> {
             .name()
             .filter(|s| !s.is_empty())
             .map_or_else(|| format!("animation_{ai}"), str::to_string);
-        let mut bones: Vec<RawBoneTracks> = Vec::new();
-        let mut bone_slot: HashMap<usize, usize> = HashMap::new();
+        // Track sets by node, and the order in which nodes were first animated.
+        let mut bones: HashMap<usize, RawBoneTracks> = HashMap::new();
+        let mut bone_order: Vec<usize> = Vec::new();
         let mut curves: Vec<RawCurve> = Vec::new();
         let mut seen: HashSet<(usize, u8)> = HashSet::new();
         for channel in anim.channels() {
@@ -777,7 +794,7 @@ impl<'a> Importer<'a> {
                         .map(Vec3::from_array)
                         .collect();
                     let track = make_track(interp, times, v);
-                    let slot = tracks_for(&mut bones, &mut bone_slot, node, &node_name);
+                    let slot = tracks_for(&mut bones, &mut bone_order, node, &node_name);
                     if prop == Property::Translation {
                         slot.translation = Some(track);
                     } else {
@@ -799,7 +816,8 @@ impl<'a> Importer<'a> {
                         return Err(aerr(format!("rotation key {k} has zero length")));
                     }
                     let track = make_track(interp, times, v);
-                    tracks_for(&mut bones, &mut bone_slot, node, &node_name).rotation = Some(track);
+                    tracks_for(&mut bones, &mut bone_order, node, &node_name).rotation =
+                        Some(track);
                 }
                 Property::MorphTargetWeights => {
                     let c = self
@@ -836,6 +854,7 @@ impl<'a> Importer<'a> {
                 }
             }
         }
+        let bones = bone_order.iter().filter_map(|n| bones.remove(n)).collect();
         Ok(RawClip {
             name,
             duration: None,
@@ -859,24 +878,20 @@ fn check_count(actual: usize, expected: usize) -> Result<(), String> {
 
 /// The track set of `node` in the clip, created on first use.
 fn tracks_for<'b>(
-    bones: &'b mut Vec<RawBoneTracks>,
-    slot: &mut HashMap<usize, usize>,
+    bones: &'b mut HashMap<usize, RawBoneTracks>,
+    order: &mut Vec<usize>,
     node: usize,
     name: &str,
 ) -> &'b mut RawBoneTracks {
-    let i = *slot.entry(node).or_insert_with(|| {
-        bones.push(RawBoneTracks {
+    bones.entry(node).or_insert_with(|| {
+        order.push(node);
+        RawBoneTracks {
             bone: name.to_string(),
             translation: None,
             rotation: None,
             scale: None,
-        });
-        bones.len() - 1
-    });
-    let last = bones.len() - 1;
-    // `i` was handed out by this function, so it is in range; `last` is only a fallback.
-    let i = if i < bones.len() { i } else { last };
-    &mut bones[i]
+        }
+    })
 }
 
 /// A track from glTF output values: STEP and LINEAR take them as they are, CUBICSPLINE
