@@ -1,1 +1,5 @@
-//! Shared helpers for the sinew examples.
+//! Shared code of the sinew examples: the crowd simulation behind `cargo run --example crowd`
+//! and the benchmark workload.
+
+pub mod crowd;
+pub mod workload;

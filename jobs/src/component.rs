@@ -46,12 +46,15 @@ pub struct AnimationToProcess {
     pub blend: BlendMode,
     /// Limits the animation to some bones.
     pub mask: Option<Arc<AvatarMask>>,
+    /// Overrides the clip's loop flag for sampling (`Some(false)`: clamp to the clip's range,
+    /// holding the last key after its end). `None` follows the clip.
+    pub looping: Option<bool>,
 }
 
 impl AnimationToProcess {
     /// An override animation on layer 0 with weight 1, speed 1, time 0.
     pub fn new(clip: Arc<Clip>) -> Self {
-        Self { clip, time: 0.0, previous_time: 0.0, speed: 1.0, weight: 1.0, layer: 0, blend: BlendMode::Override, mask: None }
+        Self { clip, time: 0.0, previous_time: 0.0, speed: 1.0, weight: 1.0, layer: 0, blend: BlendMode::Override, mask: None, looping: None }
     }
     /// Sets time (and previous time) in seconds.
     pub fn at(mut self, time: f32) -> Self {
@@ -74,6 +77,15 @@ impl AnimationToProcess {
         self.layer = layer;
         self.blend = blend;
         self
+    }
+    /// Plays the clip looping or clamped, whatever the clip's own flag.
+    pub fn looping(mut self, looping: bool) -> Self {
+        self.looping = Some(looping);
+        self
+    }
+    /// The clip time this animation samples at its current time.
+    pub fn clip_time(&self) -> f32 {
+        self.clip.wrap_time_as(self.time, self.looping.unwrap_or(self.clip.looping()))
     }
     /// Sets the mask.
     pub fn mask(mut self, mask: Arc<AvatarMask>) -> Self {

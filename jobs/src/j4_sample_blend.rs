@@ -44,7 +44,7 @@ pub fn resolve_spans(animations: &[AnimationToProcess], cursors: &mut SamplingCu
     }
     let mut k = 0;
     for a in animations {
-        let t = a.clip.wrap_time(a.time);
+        let t = a.clip_time();
         for tl in a.clip.timelines() {
             if let (Some(c), Some(s)) = (cursors.0.get_mut(k), spans.get_mut(k)) {
                 let span = tl.locate(t, *c);
@@ -173,7 +173,9 @@ pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize)
                 acc.blend_layer(&sum, (layer_weight * sum.weight.min(1.0)).clamp(0.0, 1.0));
             }
             BlendMode::Additive => {
-                let mut pose = acc.finish(&rest);
+                // The pose below is completed only when something is added (a layer of zero
+                // weight leaves the accumulation untouched, bit for bit).
+                let mut pose: Option<Transform> = None;
                 while j < anims.len() && anims[j].layer == layer {
                     let a = &anims[j];
                     let n_tl = a.clip.timelines().len();
@@ -181,12 +183,15 @@ pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize)
                     if w > 0.0 {
                         let sample = sample_channels(&a.clip, bone, spans.get(span_base..).unwrap_or(&[]), &rest);
                         let reference = a.clip.additive_reference().and_then(|r| r.get(bone)).copied().unwrap_or(rest);
-                        pose = additive_apply(&pose, &sample, &reference, w);
+                        let base = pose.unwrap_or_else(|| acc.finish(&rest));
+                        pose = Some(additive_apply(&base, &sample, &reference, w));
                     }
                     span_base += n_tl;
                     j += 1;
                 }
-                acc.reset_to(&pose);
+                if let Some(p) = pose {
+                    acc.reset_to(&p);
+                }
             }
         }
         i = j;

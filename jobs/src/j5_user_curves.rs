@@ -81,7 +81,7 @@ fn blend_curves(anims: &[AnimationToProcess], lw: &LayerWeights, out: &mut Curve
         if w <= 0.0 {
             continue;
         }
-        let t = a.clip.wrap_time(a.time);
+        let t = a.clip_time();
         for (ci, c) in a.clip.curves().iter().enumerate() {
             let Some(v) = a.clip.sample_curve(ci, t) else { continue };
             match acc.iter_mut().find(|x| x.0 == c.hash) {

@@ -56,3 +56,8 @@ pub use j6_root_motion::RootMotionJob;
 pub use j7_propagate::PropagateJob;
 pub use j8_remap_cache::{RemapCache, RemapCacheJob};
 pub use j9_skinning::SkinningJob;
+
+/// The README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -37,6 +37,17 @@ pub fn lerp_vec3(a: Vec3, b: Vec3, s: f32) -> Vec3 {
     a + (b - a) * s
 }
 
+/// Normalised linear interpolation along the shortest path.
+#[inline]
+pub fn nlerp_shortest(a: Quat, b: Quat, s: f32) -> Quat {
+    let va = Vec4::from(a);
+    let vb = Vec4::from(b);
+    let vb = if va.dot(vb) < 0.0 { -vb } else { vb };
+    let v = va + (vb - va) * s;
+    let len_sq = v.length_squared();
+    if len_sq > 0.0 { Quat::from_vec4(v * len_sq.sqrt().recip()) } else { a }
+}
+
 /// Spherical linear interpolation along the shortest path (the glTF LINEAR rule for
 /// rotations). Falls back to a normalised lerp when the two rotations are nearly equal.
 #[inline]
@@ -85,5 +96,19 @@ mod tests {
         let expected = Quat::from_rotation_y(0.3);
         assert!(m.dot(expected).abs() > 1.0 - 1e-6);
         assert!((m.length() - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn nlerp_stays_within_the_cubic_bound_of_slerp() {
+        let a = Quat::from_rotation_z(0.0);
+        for &theta in &[0.05f32, 0.2, 0.6] {
+            let b = Quat::from_rotation_z(theta);
+            for k in 0..=10 {
+                let s = k as f32 / 10.0;
+                let (n, e) = (nlerp_shortest(a, b, s), slerp_shortest(a, b, s));
+                let angle = 2.0 * n.dot(e).abs().min(1.0).acos();
+                assert!(angle <= theta.powi(3) / 8.0 + 1e-5, "theta {theta} s {s}: {angle}");
+            }
+        }
     }
 }

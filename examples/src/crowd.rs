@@ -1,0 +1,411 @@
+//! The crowd: N characters on a grid, each blending walk and run by its speed, breathing on an
+//! additive layer, some waving on a masked upper-body layer; root motion moves them and
+//! footstep events are counted. Runs the nine-job graph and measures it.
+
+use glam::{Quat, Vec3};
+use rayon::ThreadPoolBuilder;
+use sinew_jobs::animator::Animator;
+use sinew_jobs::asset::{AssetRegistry, Clip, SkinnedMesh, Transform, bone_hash};
+use sinew_jobs::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
+use sinew_jobs::component::{
+    AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents, FrameSlot, LayerWeights,
+    RigRef, RootMotion, SamplingCursors, SkinRef,
+};
+use sinew_jobs::frame::PaletteEntry;
+use sinew_jobs::import::import_gltf;
+use sinew_runtime::store::{Entity, Store};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct CrowdOptions {
+    /// Characters.
+    pub count: usize,
+    /// Frames to run (after one warm-up frame).
+    pub frames: usize,
+    /// Worker threads (0 = rayon's default, one per core).
+    pub threads: usize,
+    /// Share of the crowd despawned and respawned every simulated second.
+    pub churn: f32,
+    /// Crowd a glTF model instead of the built-in character.
+    pub gltf: Option<PathBuf>,
+    /// The glTF clip (index or name); default: every clip, spread over the crowd.
+    pub clip: Option<String>,
+    /// Show a progress bar (only when stdout is a terminal).
+    pub progress: bool,
+    /// Seconds per frame.
+    pub dt: f32,
+}
+
+impl Default for CrowdOptions {
+    fn default() -> Self {
+        Self { count: 10_000, frames: 300, threads: 0, churn: 0.0, gltf: None, clip: None, progress: true, dt: 1.0 / 60.0 }
+    }
+}
+
+/// Median time of one node over the run.
+#[derive(Clone, Debug)]
+pub struct NodeMedian {
+    /// Node name.
+    pub name: String,
+    /// Median duration.
+    pub median: Duration,
+}
+
+/// The measured results.
+#[derive(Clone, Debug)]
+pub struct CrowdSummary {
+    /// The model.
+    pub model: String,
+    /// Characters.
+    pub count: usize,
+    /// Bones per character (rig).
+    pub bones_per_character: usize,
+    /// Palette entries per character (mesh bones).
+    pub palette_per_character: usize,
+    /// Frames measured.
+    pub frames: usize,
+    /// Worker threads.
+    pub threads: usize,
+    /// Median frame time (the whole graph).
+    pub frame_median: Duration,
+    /// Fastest and slowest frame.
+    pub frame_min: Duration,
+    /// Slowest frame.
+    pub frame_max: Duration,
+    /// Per-node medians, in graph order.
+    pub nodes: Vec<NodeMedian>,
+    /// Footstep (or any) events fired over the run.
+    pub events_fired: u64,
+    /// Entities despawned and respawned by churn.
+    pub churned: u64,
+    /// Bytes per character that live between frames (components and their heap data).
+    pub state_bytes_per_character: usize,
+    /// Bytes per character of the per-frame flat buffers (poses, matrices, palettes, tables).
+    pub frame_bytes_per_character: usize,
+    /// Mean distance walked per character (root motion), metres.
+    pub mean_distance: f32,
+    /// Checksum: sum of every palette float of the last frame.
+    pub palette_checksum: f64,
+}
+
+impl CrowdSummary {
+    /// Bones animated per second at the median frame time.
+    pub fn bones_per_second(&self) -> f64 {
+        (self.count * self.bones_per_character) as f64 / self.frame_median.as_secs_f64().max(1e-12)
+    }
+    /// Microseconds per character per frame.
+    pub fn us_per_character(&self) -> f64 {
+        self.frame_median.as_secs_f64() * 1e6 / self.count.max(1) as f64
+    }
+    /// The summary as a JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "model": self.model,
+            "count": self.count,
+            "bones_per_character": self.bones_per_character,
+            "palette_per_character": self.palette_per_character,
+            "frames": self.frames,
+            "threads": self.threads,
+            "frame_median_ms": self.frame_median.as_secs_f64() * 1e3,
+            "frame_min_ms": self.frame_min.as_secs_f64() * 1e3,
+            "frame_max_ms": self.frame_max.as_secs_f64() * 1e3,
+            "bones_per_second": self.bones_per_second(),
+            "us_per_character": self.us_per_character(),
+            "state_bytes_per_character": self.state_bytes_per_character,
+            "frame_bytes_per_character": self.frame_bytes_per_character,
+            "events_fired": self.events_fired,
+            "churned": self.churned,
+            "mean_distance_m": self.mean_distance,
+            "palette_checksum": self.palette_checksum,
+            "nodes": self.nodes.iter().map(|n| serde_json::json!({"name": n.name, "median_ms": n.median.as_secs_f64() * 1e3})).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The assets a crowd plays.
+struct Model {
+    name: String,
+    rig: Arc<sinew_jobs::asset::Rig>,
+    mesh: Arc<SkinnedMesh>,
+    kind: ModelKind,
+}
+
+enum ModelKind {
+    Builtin { walk: Arc<Clip>, run: Arc<Clip>, wave: Arc<Clip>, breathe: Arc<Clip>, mask: Arc<sinew_jobs::asset::AvatarMask> },
+    Gltf { clips: Vec<Arc<Clip>> },
+}
+
+fn load_model(opts: &CrowdOptions, registry: &AssetRegistry) -> Result<Model, String> {
+    match &opts.gltf {
+        None => {
+            let c = builtin::bake_character(registry).map_err(|e| format!("built-in character: {e}"))?;
+            Ok(Model {
+                name: "built-in character".into(),
+                rig: c.rig,
+                mesh: c.mesh,
+                kind: ModelKind::Builtin { walk: c.walk, run: c.run, wave: c.wave, breathe: c.breathe, mask: c.upper_body_mask },
+            })
+        }
+        Some(path) => {
+            let scene = import_gltf(path, registry).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mesh = scene
+                .meshes
+                .first()
+                .map(|m| m.skinned_mesh.clone())
+                .ok_or_else(|| format!("{}: no skinned mesh in the file", path.display()))?;
+            let clips = match &opts.clip {
+                None => scene.clips.clone(),
+                Some(sel) => {
+                    let by_index = sel.parse::<usize>().ok().and_then(|i| scene.clips.get(i).cloned());
+                    let by_name = scene.clips.iter().find(|c| c.name() == sel).cloned();
+                    vec![by_index.or(by_name).ok_or_else(|| {
+                        let names: Vec<&str> = scene.clips.iter().map(|c| c.name()).collect();
+                        format!("{}: no clip '{sel}' (clips: {})", path.display(), names.join(", "))
+                    })?]
+                }
+            };
+            if clips.is_empty() {
+                return Err(format!("{}: the file has no animation", path.display()));
+            }
+            Ok(Model { name: path.display().to_string(), rig: scene.rig, mesh, kind: ModelKind::Gltf { clips } })
+        }
+    }
+}
+
+/// Deterministic per-character parameters from its index.
+fn hash01(i: u64, salt: u64) -> f32 {
+    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 29;
+    (x >> 40) as f32 / (1u64 << 24) as f32
+}
+
+/// The animations of character `i`.
+fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
+    match &model.kind {
+        ModelKind::Builtin { walk, run, wave, breathe, mask } => {
+            // Speed between a slow walk and a run; walk and run phase-locked (same normalised time).
+            let speed = 1.0 + 3.0 * hash01(i, 1);
+            let r = ((speed - WALK_SPEED) / (RUN_SPEED - WALK_SPEED)).clamp(0.0, 1.0);
+            let stride_speed = WALK_SPEED + (RUN_SPEED - WALK_SPEED) * r;
+            let cycle = walk.duration() + (run.duration() - walk.duration()) * r;
+            let k = speed / stride_speed;
+            let phase = hash01(i, 2);
+            let mut v = vec![
+                AnimationToProcess::new(walk.clone()).at(phase * walk.duration()).weight(1.0 - r).speed(k * walk.duration() / cycle),
+                AnimationToProcess::new(run.clone()).at(phase * run.duration()).weight(r).speed(k * run.duration() / cycle),
+                AnimationToProcess::new(breathe.clone()).at(hash01(i, 3) * breathe.duration()).layer(2, BlendMode::Additive),
+            ];
+            if i % 4 == 0 {
+                v.push(
+                    AnimationToProcess::new(wave.clone())
+                        .at(hash01(i, 4) * wave.duration())
+                        .layer(1, BlendMode::Override)
+                        .mask(mask.clone()),
+                );
+            }
+            v
+        }
+        ModelKind::Gltf { clips } => {
+            let clip = &clips[(i as usize) % clips.len()];
+            vec![AnimationToProcess::new(clip.clone()).at(hash01(i, 2) * clip.duration()).speed(0.8 + 0.4 * hash01(i, 5))]
+        }
+    }
+}
+
+type CrowdBundle = (RigRef, Animations, LayerWeights, FrameSlot, SamplingCursors, SkinRef, EntityTransform, RootMotion, FiredEvents, CurveValues);
+
+fn character(model: &Model, i: u64, grid: usize) -> CrowdBundle {
+    let spacing = 2.0;
+    let (x, z) = ((i as usize % grid) as f32 * spacing, (i as usize / grid) as f32 * spacing);
+    let heading = Quat::from_rotation_y(hash01(i, 6) * 0.3 - 0.15);
+    (
+        RigRef(model.rig.clone()),
+        Animations::new(animations_for(model, i)),
+        LayerWeights::default(),
+        FrameSlot::default(),
+        SamplingCursors::default(),
+        SkinRef::new(model.mesh.clone()),
+        EntityTransform(Transform::new(Vec3::new(x, 0.0, z), heading, Vec3::ONE)),
+        RootMotion::default(),
+        FiredEvents::default(),
+        CurveValues::default(),
+    )
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// Runs the crowd and measures it.
+///
+/// # Errors
+/// A one-line message for bad options, unreadable files or a failed frame.
+pub fn run_crowd(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
+    if opts.count == 0 {
+        return Err("--count must be at least 1".into());
+    }
+    if opts.frames == 0 {
+        return Err("--frames must be at least 1".into());
+    }
+    if !(0.0..=1.0).contains(&opts.churn) {
+        return Err(format!("--churn must be a fraction in [0, 1], got {}", opts.churn));
+    }
+    let pool = ThreadPoolBuilder::new().num_threads(opts.threads).build().map_err(|e| format!("thread pool: {e}"))?;
+    pool.install(|| run_in_pool(opts))
+}
+
+fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
+    let registry = AssetRegistry::new();
+    let model = load_model(opts, &registry)?;
+    let grid = (opts.count as f64).sqrt().ceil() as usize;
+    let mut store = Store::new();
+    let mut entities: Vec<Entity> = store
+        .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid)))
+        .map_err(|e| format!("spawn: {e}"))?;
+    let starts: Vec<Vec3> = entities.iter().map(|&e| store.get::<EntityTransform>(e).map(|t| t.0.translation).unwrap_or_default()).collect();
+    let mut animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
+    let footstep = bone_hash(FOOTSTEP);
+    let show = opts.progress && std::io::stdout().is_terminal();
+
+    // Palettes go into one reusable slice, as they would into a mapped GPU buffer.
+    let mut palette: Vec<PaletteEntry> = Vec::new();
+    let mut frame_times = Vec::with_capacity(opts.frames);
+    let mut node_times: Vec<Vec<Duration>> = Vec::new();
+    let mut node_names: Vec<String> = Vec::new();
+    let mut events_fired = 0u64;
+    let mut churned = 0u64;
+    let frames_per_second = (1.0 / opts.dt).round().max(1.0) as usize;
+    let mut next_id = opts.count as u64;
+    for frame in 0..=opts.frames {
+        if opts.churn > 0.0 && frame > 0 && frame % frames_per_second == 0 {
+            let n = ((opts.count as f32) * opts.churn).round() as usize;
+            for k in 0..n {
+                let slot = (hash01(frame as u64, k as u64) * entities.len() as f32) as usize % entities.len().max(1);
+                store.despawn(entities[slot]).map_err(|e| format!("churn despawn: {e}"))?;
+                entities[slot] = store.spawn(character(&model, next_id, grid)).map_err(|e| format!("churn spawn: {e}"))?;
+                next_id += 1;
+                churned += 1;
+            }
+        }
+        // Size the palette slice for this frame's crowd (the last frame's total, or a bound).
+        let needed = entities.len() * model.mesh.bone_count();
+        if palette.len() < needed {
+            palette.resize(needed, [0.0; 12]);
+        }
+        let t0 = Instant::now();
+        animator.run_frame_into(&mut store, opts.dt, &mut palette).map_err(|e| format!("frame {frame}: {e}"))?;
+        let elapsed = t0.elapsed();
+        if frame == 0 {
+            node_names = animator.timings().iter().map(|t| t.name.clone()).collect();
+            node_times = vec![Vec::with_capacity(opts.frames); node_names.len()];
+            continue; // warm-up
+        }
+        frame_times.push(elapsed);
+        for (k, t) in animator.timings().iter().enumerate() {
+            if let Some(v) = node_times.get_mut(k) {
+                v.push(t.duration);
+            }
+        }
+        let mut q = store.query::<&FiredEvents>().map_err(|e| e.to_string())?;
+        q.for_each(|_, ev| events_fired += ev.0.iter().filter(|f| f.name == footstep || opts.gltf.is_some()).count() as u64);
+        drop(q);
+        if show && (frame % 10 == 0 || frame == opts.frames) {
+            let w = 40;
+            let done = frame * w / opts.frames;
+            print!("\r[{}{}] {frame}/{} frames", "#".repeat(done), " ".repeat(w - done), opts.frames);
+            let _ = std::io::stdout().flush();
+        }
+    }
+    if show {
+        println!();
+    }
+    let mean_distance = if opts.churn == 0.0 {
+        let total: f32 = entities
+            .iter()
+            .zip(&starts)
+            .map(|(&e, s)| store.get::<EntityTransform>(e).map_or(0.0, |t| (t.0.translation - *s).length()))
+            .sum();
+        total / entities.len() as f32
+    } else {
+        f32::NAN
+    };
+    let total_palette = animator.palette_len(&store);
+    let palette_checksum: f64 = palette[..total_palette.min(palette.len())].iter().flatten().map(|&x| f64::from(x)).sum();
+    let mut sorted = frame_times.clone();
+    sorted.sort_unstable();
+    let bones = model.rig.bone_count();
+    let mesh_bones = model.mesh.bone_count();
+    // State kept between frames: the components and the heap data they own.
+    let anim_heap: usize = {
+        let mut q = store.query::<(&Animations, &SamplingCursors)>().map_err(|e| e.to_string())?;
+        let mut sum = 0usize;
+        q.for_each(|_, (a, c)| sum += a.len() * std::mem::size_of::<AnimationToProcess>() + c.0.capacity() * 4);
+        sum / entities.len().max(1)
+    };
+    let state_bytes_per_character = std::mem::size_of::<CrowdBundle>() + anim_heap;
+    let frame_bytes_per_character = bones
+        * (std::mem::size_of::<Transform>() + std::mem::size_of::<glam::Affine3A>() + std::mem::size_of::<sinew_jobs::frame::BoneSlot>())
+        + mesh_bones * std::mem::size_of::<PaletteEntry>()
+        + std::mem::size_of::<sinew_jobs::frame::EntityCounts>() * 2;
+    Ok(CrowdSummary {
+        model: model.name,
+        count: entities.len(),
+        bones_per_character: bones,
+        palette_per_character: mesh_bones,
+        frames: frame_times.len(),
+        threads: rayon::current_num_threads(),
+        frame_median: median(&mut frame_times),
+        frame_min: sorted.first().copied().unwrap_or_default(),
+        frame_max: sorted.last().copied().unwrap_or_default(),
+        nodes: node_names.into_iter().zip(node_times.iter_mut()).map(|(name, v)| NodeMedian { name, median: median(v) }).collect(),
+        events_fired,
+        churned,
+        state_bytes_per_character,
+        frame_bytes_per_character,
+        mean_distance,
+        palette_checksum,
+    })
+}
+
+/// The human-readable summary.
+pub fn format_summary(s: &CrowdSummary) -> String {
+    let mut out = String::new();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    out += &format!(
+        "sinew crowd: {} x {} ({} bones, {} palette entries each), {} frames, {} threads\n",
+        s.count, s.model, s.bones_per_character, s.palette_per_character, s.frames, s.threads
+    );
+    out += "\n  job                      median (ms)\n";
+    for n in &s.nodes {
+        out += &format!("  {:<24} {:>10.3}\n", n.name, ms(n.median));
+    }
+    out += &format!(
+        "\n  frame time      median {:.3} ms  (min {:.3}, max {:.3})\n",
+        ms(s.frame_median),
+        ms(s.frame_min),
+        ms(s.frame_max)
+    );
+    out += &format!("  throughput      {:.1} M bones/s, {:.3} us per character\n", s.bones_per_second() / 1e6, s.us_per_character());
+    out += &format!(
+        "  memory          {} B state + {} B frame buffers per character\n",
+        s.state_bytes_per_character, s.frame_bytes_per_character
+    );
+    out += &format!("  events fired    {}\n", s.events_fired);
+    if s.churned > 0 {
+        out += &format!("  churn           {} characters despawned and respawned\n", s.churned);
+    }
+    if s.mean_distance.is_finite() {
+        out += &format!("  root motion     {:.2} m walked per character on average\n", s.mean_distance);
+    }
+    out
+}
