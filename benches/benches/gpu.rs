@@ -23,7 +23,7 @@ use glam::{Quat, Vec3};
 use sinew_gpu::context::GpuContext;
 use sinew_gpu::palette_ring::{ENTRY_BYTES, PaletteRing, PaletteUpload, crowd_palette_len};
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
-use sinew_gpu::skin_pass::{GpuSkinMesh, SkinBatch, SkinPass};
+use sinew_gpu::skin_pass::{GpuSkinMesh, SkinBatch, SkinBuffers, SkinPass};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Transform};
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
@@ -341,12 +341,11 @@ fn main() -> Result<(), BoxError> {
                         &ctx,
                         &mut enc,
                         &gpu_mesh,
-                        palette,
+                        SkinBuffers { palette, out: &out },
                         SkinBatch {
                             palette_base: b * batch * gpu_mesh.bone_count(),
                             instance_count: count,
                         },
-                        &out,
                         tw,
                     )?;
                 }

@@ -165,7 +165,9 @@ pub fn crowd_palette_len(store: &mut Store) -> Result<usize, GpuError> {
 }
 
 fn storage_limit(ctx: &GpuContext) -> u64 {
-    u64::from(ctx.limits.max_storage_buffer_binding_size).min(ctx.limits.max_buffer_size)
+    ctx.limits
+        .max_storage_buffer_binding_size
+        .min(ctx.limits.max_buffer_size)
 }
 
 impl PaletteRing {

@@ -126,8 +126,10 @@ impl GpuSkinMesh {
 }
 
 fn storage_init(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
-    let limit =
-        u64::from(ctx.limits.max_storage_buffer_binding_size).min(ctx.limits.max_buffer_size);
+    let limit = ctx
+        .limits
+        .max_storage_buffer_binding_size
+        .min(ctx.limits.max_buffer_size);
     if bytes.len() as u64 > limit {
         return Err(GpuError::TooLarge {
             what: label.into(),
@@ -153,6 +155,15 @@ pub struct SkinBatch {
     pub palette_base: u32,
     /// Instances in the batch (at most the device's `max_compute_workgroups_per_dimension`).
     pub instance_count: u32,
+}
+
+/// The buffers one dispatch reads and writes.
+#[derive(Clone, Copy, Debug)]
+pub struct SkinBuffers<'a> {
+    /// Palettes: float3x4 entries (STORAGE), e.g. a `PaletteRing` buffer.
+    pub palette: &'a wgpu::Buffer,
+    /// Output (STORAGE), at least [`SkinPass::output_size`] bytes.
+    pub out: &'a wgpu::Buffer,
 }
 
 /// The compute skinning pipeline.
@@ -191,8 +202,8 @@ impl SkinPass {
     }
 
     /// Records one compute pass skinning `batch.instance_count` instances of `mesh` with the
-    /// palettes in `palette` (float3x4 entries, see the module docs) into `out` (STORAGE, at
-    /// least [`SkinPass::output_size`] bytes). `timestamp_writes` brackets the pass.
+    /// palettes in `buffers.palette` (float3x4 entries, see the module docs) into
+    /// `buffers.out`. `timestamp_writes` brackets the pass.
     ///
     /// # Errors
     /// [`GpuError::InvalidInput`] when `out` is too small, the batch has more instances than
@@ -203,11 +214,11 @@ impl SkinPass {
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         mesh: &GpuSkinMesh,
-        palette: &wgpu::Buffer,
+        buffers: SkinBuffers<'_>,
         batch: SkinBatch,
-        out: &wgpu::Buffer,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), GpuError> {
+        let SkinBuffers { palette, out } = buffers;
         let need = Self::output_size(mesh, batch.instance_count);
         if out.size() < need {
             return Err(GpuError::InvalidInput {
@@ -339,12 +350,14 @@ impl SkinPass {
             ctx,
             &mut encoder,
             &gpu_mesh,
-            &palette_buf,
+            SkinBuffers {
+                palette: &palette_buf,
+                out: &out,
+            },
             SkinBatch {
                 palette_base: 0,
                 instance_count: 1,
             },
-            &out,
             None,
         )?;
         let floats = read_buffer_f32(ctx, encoder, &out, size)?;

@@ -9,6 +9,7 @@
 //! centroid lies within 8 % of the image height of the projection of its known position (the
 //! centre of its CPU-skinned world bounding box; the entity origin is printed too, but clips
 //! with root motion carry the body away from it).
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
 use std::path::Path;
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! Position metric: `max_v |gpu_v − cpu_v| / d`, with `d` the diagonal of the bounding box of
 //! the CPU-skinned mesh (so near-zero coordinates do not inflate the error); bound 1e-5.
 //! Normal metric: `max_v |gpu_n − cpu_n|` over unit normals; bound 1e-5.
+#![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
 use std::path::Path;
 use std::sync::Arc;
@@ -376,7 +377,9 @@ fn ring_frames_are_bit_identical_to_cpu_palettes_in_every_mode() {
 fn ring_rejects_a_crowd_over_the_device_limit() {
     let Some(ctx) = context() else { return };
     let mut ring = PaletteRing::with_best_mode(&ctx, 16).unwrap();
-    let too_many = (u64::from(ctx.limits.max_storage_buffer_binding_size)
+    let too_many = (ctx
+        .limits
+        .max_storage_buffer_binding_size
         .min(ctx.limits.max_buffer_size)
         / ENTRY_BYTES
         + 1) as usize;
