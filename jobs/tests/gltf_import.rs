@@ -1215,6 +1215,50 @@ fn bad_hand_written_files_are_errors_that_say_where() {
 }
 
 #[test]
+fn channel_targets_are_checked_here_because_the_gltf_crate_does_not() {
+    // Found by fuzzing: the gltf crate's validation skips animation channel targets, and its
+    // accessors unwrap them. An out-of-range target node is an error; an unknown path is skipped
+    // with a warning.
+    let (b, mut doc) = rich_file();
+    doc["animations"][0]["channels"][0]["target"]["node"] = json!(99);
+    let e = expect_err(doc, &b);
+    assert!(
+        matches!(
+            e,
+            ImportError::Animation {
+                animation: 0,
+                channel: Some(0),
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let (b, mut doc) = rich_file();
+    doc["animations"][0]["channels"][1]["target"]["path"] = json!("bogus");
+    let scene = import_gltf_slice(&b.glb(doc), None, &AssetRegistry::new()).unwrap();
+    assert!(
+        scene
+            .warnings
+            .iter()
+            .any(|w| w.contains("channel 1: unknown target path")),
+        "{:?}",
+        scene.warnings
+    );
+    // The same edit in Fox.glb (same length, so the GLB lengths stay valid).
+    let mut fox = load("Fox.glb").bytes;
+    let needle = b"\"path\":\"rotation\"";
+    let at = fox.windows(needle.len()).position(|w| w == needle).unwrap();
+    fox[at + needle.len() - 2] = b'X';
+    let scene = import_gltf_slice(&fox, None, &AssetRegistry::new()).unwrap();
+    assert!(
+        scene
+            .warnings
+            .iter()
+            .any(|w| w.contains("unknown target path"))
+    );
+}
+
+#[test]
 fn error_display_names_file_and_place() {
     let e = import_gltf(&asset_path("does-not-exist.glb"), &AssetRegistry::new()).unwrap_err();
     assert!(matches!(e, ImportError::Io { .. }));

@@ -727,12 +727,37 @@ impl<'a> Importer<'a> {
         let mut bone_order: Vec<usize> = Vec::new();
         let mut curves: Vec<RawCurve> = Vec::new();
         let mut seen: HashSet<(usize, u8)> = HashSet::new();
+        // The gltf crate's schema validation skips animation channels (only their sampler
+        // index is checked), and `Target::node()` / `Target::property()` unwrap; so the
+        // target is read from the JSON and checked here.
+        let json_channels = self
+            .doc
+            .as_json()
+            .animations
+            .get(ai)
+            .map_or(&[][..], |a| a.channels.as_slice());
+        let node_count = self.doc.nodes().len();
         for channel in anim.channels() {
             let ci = channel.index();
-            let target = channel.target();
-            let node = target.node().index();
+            let Some(target) = json_channels.get(ci).map(|c| &c.target) else {
+                continue;
+            };
+            let node = target.node.value();
+            if node >= node_count {
+                return Err(ImportError::Animation {
+                    file: self.file.to_string(),
+                    animation: ai,
+                    channel: Some(ci),
+                    reason: format!("target node {node} out of range ({node_count} nodes)"),
+                });
+            }
             let node_name = self.names.get(node).cloned().unwrap_or_default();
-            let prop = target.property();
+            let ::gltf::json::validation::Checked::Valid(prop) = target.path else {
+                self.warnings.push(format!(
+                    "animation {ai} '{name}' channel {ci}: unknown target path: channel skipped"
+                ));
+                continue;
+            };
             let prop_name = match prop {
                 Property::Translation => "translation",
                 Property::Rotation => "rotation",
