@@ -1215,7 +1215,7 @@ fn bad_hand_written_files_are_errors_that_say_where() {
 }
 
 #[test]
-fn channel_targets_are_checked_here_because_the_gltf_crate_does_not() {
+fn indices_the_gltf_crate_does_not_check_are_checked_here() {
     // Found by fuzzing: the gltf crate's validation skips animation channel targets, and its
     // accessors unwrap them. An out-of-range target node is an error; an unknown path is skipped
     // with a warning.
@@ -1243,6 +1243,21 @@ fn channel_targets_are_checked_here_because_the_gltf_crate_does_not() {
             .any(|w| w.contains("channel 1: unknown target path")),
         "{:?}",
         scene.warnings
+    );
+    // Also found by fuzzing: the gltf crate's validation indexes the POSITION accessor unchecked.
+    let (b, mut doc) = rich_file();
+    doc["meshes"][0]["primitives"][1]["attributes"]["POSITION"] = json!(99);
+    let e = expect_err(doc, &b);
+    assert!(
+        matches!(
+            e,
+            ImportError::Mesh {
+                mesh: 0,
+                primitive: 1,
+                ..
+            }
+        ),
+        "{e}"
     );
     // The same edit in Fox.glb (same length, so the GLB lengths stay valid).
     let mut fox = load("Fox.glb").bytes;

@@ -234,6 +234,7 @@ impl<'a> Importer<'a> {
         };
         let root: ::gltf::json::Root = ::gltf::json::deserialize::from_slice(container.json)
             .map_err(|e| parse(format!("JSON: {e}")))?;
+        precheck(&root, file)?;
         let doc = ::gltf::Document::from_json(root).map_err(|e| parse(validation_message(&e)))?;
         let buffers = source::load_buffers(&doc, container.bin, base_dir, file)?;
         let mut imp = Importer {
@@ -966,6 +967,31 @@ fn fan_to_list(ix: &[u32]) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Checks what the gltf crate's schema validation indexes without checking: it looks up each
+/// primitive's POSITION accessor (for its `min`/`max`) before index validation (found by
+/// fuzzing).
+fn precheck(root: &::gltf::json::Root, file: &str) -> Result<(), ImportError> {
+    let key = ::gltf::json::validation::Checked::Valid(::gltf::json::mesh::Semantic::Positions);
+    for (mesh, m) in root.meshes.iter().enumerate() {
+        for (primitive, p) in m.primitives.iter().enumerate() {
+            if let Some(i) = p.attributes.get(&key).map(|i| i.value()) {
+                if i >= root.accessors.len() {
+                    return Err(ImportError::Mesh {
+                        file: file.to_string(),
+                        mesh,
+                        primitive,
+                        reason: format!(
+                            "POSITION accessor {i} out of range ({} accessors)",
+                            root.accessors.len()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn validation_message(e: &::gltf::Error) -> String {
