@@ -5,7 +5,7 @@ use crate::error::{JobError, check_len};
 use crate::frame::{BoneSlot, EntityCounts};
 use rayon::prelude::*;
 
-/// Bones per parallel piece of the table.
+/// Bones per parallel group of the table (at least; a group ends after the entity that reaches it).
 const PIECE: usize = 4096;
 
 /// Fills `table[offsets[e].bones + b] = (e, b)` for every entity `e` and bone `b < counts[e].bones`.
@@ -37,23 +37,44 @@ impl PerBoneInfoJob<'_> {
         check_len("per-bone info", "table", acc, self.table.len())
     }
 
-    /// Fills the table, in parallel over pieces of 4096 bones.
+    /// Fills the table, in parallel over groups of consecutive entities holding about
+    /// [`PIECE`] bones each.
     pub fn run(&mut self) {
-        let offsets = self.offsets;
-        let counts = self.counts;
-        self.table.par_chunks_mut(PIECE).enumerate().for_each(|(piece, out)| {
-            let start = piece * PIECE;
-            // The entity owning flat bone `start`: last entity whose offset <= start and has bones.
-            let mut e = offsets.partition_point(|o| (o.bones as usize) <= start).saturating_sub(1);
-            let mut flat = start;
-            for slot in out.iter_mut() {
-                while e + 1 < offsets.len() && (offsets[e + 1].bones as usize) <= flat {
-                    e += 1;
+        let (counts, offsets) = (self.counts, self.offsets);
+        // Group boundaries: entity indices where a new group starts.
+        let mut groups: Vec<(usize, usize)> = Vec::with_capacity(self.table.len() / PIECE + 1);
+        let mut start = 0usize;
+        let mut bones = 0usize;
+        for (e, c) in counts.iter().enumerate() {
+            bones += c.bones as usize;
+            if bones >= PIECE {
+                groups.push((start, e + 1));
+                start = e + 1;
+                bones = 0;
+            }
+        }
+        if start < counts.len() {
+            groups.push((start, counts.len()));
+        }
+        let ranges: Vec<(usize, usize)> = groups
+            .iter()
+            .map(|&(a, b)| {
+                let begin = offsets.get(a).map_or(0, |o| o.bones as usize);
+                let end = offsets.get(b - 1).zip(counts.get(b - 1)).map_or(begin, |(o, c)| (o.bones + c.bones) as usize);
+                (begin, end)
+            })
+            .collect();
+        let Some(pieces) = crate::frame::split_ranges(self.table, &ranges) else { return };
+        pieces.into_par_iter().zip(groups).for_each(|(out, (a, b))| {
+            let mut k = 0;
+            for e in a..b {
+                let n = counts.get(e).map_or(0, |c| c.bones);
+                for bone in 0..n {
+                    if let Some(slot) = out.get_mut(k) {
+                        *slot = BoneSlot { entity: e as u32, bone };
+                    }
+                    k += 1;
                 }
-                let bone = flat - offsets[e].bones as usize;
-                debug_assert!(bone < counts[e].bones as usize);
-                *slot = BoneSlot { entity: e as u32, bone: bone as u32 };
-                flat += 1;
             }
         });
     }

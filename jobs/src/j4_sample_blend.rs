@@ -11,7 +11,7 @@
 //! where the total weight stays below 1 the rest pose fills the remainder. Rotations come out
 //! as unit quaternions.
 
-use crate::asset::{Clip, KeySpan, Rig, Transform};
+use crate::asset::{KeySpan, Rig, Transform};
 use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 #[cfg(doc)]
 use crate::component::SAMPLING_BATCH;
@@ -31,6 +31,15 @@ pub struct EntitySampling<'a> {
     pub layer_weights: [f32; MAX_LAYERS],
     /// First span of the entity in the frame's span buffer.
     pub span_offset: u32,
+}
+
+impl EntitySampling<'_> {
+    /// Whether every animation is an unmasked override on one layer (the fast path).
+    #[inline]
+    pub fn single_override_layer(&self) -> bool {
+        let Some(first) = self.animations.first() else { return false };
+        self.animations.iter().all(|a| a.layer == first.layer && a.blend == BlendMode::Override && a.mask.is_none())
+    }
 }
 
 /// Phase one, per entity: wraps each animation's time and locates its keys on every timeline
@@ -111,36 +120,50 @@ impl SampleBlendJob<'_> {
         let batch = self.batch.max(1);
         let (entities, table, spans) = (self.entities, self.table, self.spans);
         self.out.par_chunks_mut(batch).zip(table.par_chunks(batch)).for_each(|(out, slots)| {
+            // The fast-path test is per entity: redo it only when the entity changes.
+            let mut current = (u32::MAX, false);
             for (o, s) in out.iter_mut().zip(slots) {
                 if let Some(Some(e)) = entities.get(s.entity as usize) {
-                    *o = sample_blend_bone(e, spans, s.bone as usize);
+                    if current.0 != s.entity {
+                        current = (s.entity, e.single_override_layer());
+                    }
+                    *o = sample_blend_bone_with(e, spans, s.bone as usize, current.1);
                 }
             }
         });
     }
 }
 
-#[inline]
-fn sample_channels(clip: &Clip, bone: usize, spans: &[KeySpan], rest: &Transform) -> Transform {
-    let span = |tl: u32| spans.get(tl as usize).copied().unwrap_or_default();
-    let translation = match clip.translation_channels().get(bone) {
-        Some(Some(c)) => clip.eval_vec3(c, &span(c.timeline)),
-        _ => rest.translation,
-    };
-    let rotation = match clip.rotation_channels().get(bone) {
-        Some(Some(c)) => clip.eval_quat(c, &span(c.timeline)),
-        _ => rest.rotation,
-    };
-    let scale = match clip.scale_channels().get(bone) {
-        Some(Some(c)) => clip.eval_vec3(c, &span(c.timeline)),
-        _ => rest.scale,
-    };
-    Transform { translation, rotation, scale }
+/// The common case, in straight-line code: every animation is an unmasked override on one
+/// layer. Returns `None` otherwise. Computes exactly what the general path computes
+/// (the same sums in the same order).
+#[inline(always)]
+fn single_override_layer(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize, rest: &Transform) -> Option<Transform> {
+    let layer = e.animations.first()?.layer;
+    let mut sum = LayerSum::EMPTY;
+    let mut span_base = 0usize;
+    for a in e.animations {
+        if a.weight > 0.0 {
+            let pose = a.clip.sample_bone_at(bone, spans.get(span_base..).unwrap_or(&[]), rest);
+            sum.add(&pose, a.weight);
+        }
+        span_base += a.clip.timelines().len();
+    }
+    let layer_weight = e.layer_weights.get(usize::from(layer)).copied().unwrap_or(0.0);
+    let mut acc = PoseAccumulator::EMPTY;
+    acc.blend_layer(&sum, (layer_weight * sum.weight.min(1.0)).clamp(0.0, 1.0));
+    Some(acc.finish(rest))
 }
 
 /// Samples and blends one bone of one entity: the reference for the batched job.
 #[inline]
 pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize) -> Transform {
+    sample_blend_bone_with(e, spans, bone, e.single_override_layer())
+}
+
+/// [`sample_blend_bone`] with the entity's fast-path test done by the caller (once per batch).
+#[inline(always)]
+pub fn sample_blend_bone_with(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize, simple: bool) -> Transform {
     let rest = e.rig.rest_pose().get(bone).copied().unwrap_or(Transform::IDENTITY);
     let anims = e.animations;
     if anims.is_empty() {
@@ -148,6 +171,11 @@ pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize)
     }
     let base = e.span_offset as usize;
     let spans = spans.get(base..).unwrap_or(&[]);
+    if simple {
+        if let Some(pose) = single_override_layer(e, spans, bone, &rest) {
+            return pose;
+        }
+    }
     let mut acc = PoseAccumulator::EMPTY;
     let mut span_base = 0usize;
     let mut i = 0;
@@ -164,7 +192,7 @@ pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize)
                     let n_tl = a.clip.timelines().len();
                     let w = a.weight * a.mask.as_ref().map_or(1.0, |m| m.weight(bone));
                     if w > 0.0 {
-                        let pose = sample_channels(&a.clip, bone, spans.get(span_base..).unwrap_or(&[]), &rest);
+                        let pose = a.clip.sample_bone_at(bone, spans.get(span_base..).unwrap_or(&[]), &rest);
                         sum.add(&pose, w);
                     }
                     span_base += n_tl;
@@ -181,7 +209,7 @@ pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize)
                     let n_tl = a.clip.timelines().len();
                     let w = layer_weight * a.weight * a.mask.as_ref().map_or(1.0, |m| m.weight(bone));
                     if w > 0.0 {
-                        let sample = sample_channels(&a.clip, bone, spans.get(span_base..).unwrap_or(&[]), &rest);
+                        let sample = a.clip.sample_bone_at(bone, spans.get(span_base..).unwrap_or(&[]), &rest);
                         let reference = a.clip.additive_reference().and_then(|r| r.get(bone)).copied().unwrap_or(rest);
                         let base = pose.unwrap_or_else(|| acc.finish(&rest));
                         pose = Some(additive_apply(&base, &sample, &reference, w));

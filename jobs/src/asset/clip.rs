@@ -253,6 +253,8 @@ pub struct Clip {
     translation: Vec<Option<Channel>>,
     rotation: Vec<Option<Channel>>,
     scale: Vec<Option<Channel>>,
+    /// The three channels of each bone side by side (one cache line per bone) for the sampler.
+    bone_channels: Vec<[Option<Channel>; 3]>,
     vec3_values: Vec<Vec3>,
     vec3_in: Vec<Vec3>,
     vec3_out: Vec<Vec3>,
@@ -498,6 +500,7 @@ impl RawClip {
             looping: self.looping,
             rig_hash: rig.content_hash(),
             timelines,
+            bone_channels: (0..n).map(|i| [translation[i], rotation[i], scale[i]]).collect(),
             translation,
             rotation,
             scale,
@@ -650,7 +653,7 @@ impl Clip {
     }
 
     /// Evaluates a vector channel at a located span.
-    #[inline]
+    #[inline(always)]
     pub fn eval_vec3(&self, c: &Channel, span: &KeySpan) -> Vec3 {
         let i0 = (c.first + span.k0) as usize;
         let i1 = (c.first + span.k1) as usize;
@@ -675,7 +678,7 @@ impl Clip {
     }
 
     /// Evaluates a rotation channel at a located span (unit quaternion out).
-    #[inline]
+    #[inline(always)]
     pub fn eval_quat(&self, c: &Channel, span: &KeySpan) -> Quat {
         let i0 = (c.first + span.k0) as usize;
         let i1 = (c.first + span.k1) as usize;
@@ -731,6 +734,19 @@ impl Clip {
     #[inline]
     pub fn locate(&self, timeline: u32, t: f32) -> KeySpan {
         self.timelines.get(timeline as usize).map_or_else(KeySpan::default, |tl| tl.locate(t, 0))
+    }
+
+    /// Samples one bone from spans already located on this clip's timelines (`spans[i]` for
+    /// timeline `i`): the sampling job's inner step. Parts without a track take `rest`.
+    #[inline(always)]
+    pub fn sample_bone_at(&self, bone: usize, spans: &[KeySpan], rest: &Transform) -> Transform {
+        let Some([t, r, s]) = self.bone_channels.get(bone) else { return *rest };
+        let span = |c: &Channel| spans.get(c.timeline as usize).copied().unwrap_or_default();
+        Transform {
+            translation: t.as_ref().map_or(rest.translation, |c| self.eval_vec3(c, &span(c))),
+            rotation: r.as_ref().map_or(rest.rotation, |c| self.eval_quat(c, &span(c))),
+            scale: s.as_ref().map_or(rest.scale, |c| self.eval_vec3(c, &span(c))),
+        }
     }
 
     /// Reference sampler: one bone at clip time `t` (no wrapping), searching every key. Bones

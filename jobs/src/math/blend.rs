@@ -47,7 +47,7 @@ impl PoseAccumulator {
     }
 
     /// Blends a layer's averaged pose over the accumulation with influence `alpha` in `[0, 1]`.
-    #[inline]
+    #[inline(always)]
     pub fn blend_layer(&mut self, layer_pose: &LayerSum, alpha: f32) {
         if alpha <= 0.0 || layer_pose.weight <= 0.0 {
             return;
@@ -69,7 +69,7 @@ impl PoseAccumulator {
 
     /// Completes the pose: the missing weight `1 − W` comes from `rest`; the rotation is
     /// normalised. An accumulation whose rotation sum vanished falls back to the rest rotation.
-    #[inline]
+    #[inline(always)]
     pub fn finish(&self, rest: &Transform) -> Transform {
         let missing = (1.0 - self.weight).max(0.0);
         if missing >= 1.0 {
@@ -126,7 +126,7 @@ impl LayerSum {
     pub const EMPTY: Self = Self { translation: Vec3::ZERO, rotation: Vec4::ZERO, scale: Vec3::ZERO, weight: 0.0 };
 
     /// Adds `pose` with weight `w`.
-    #[inline]
+    #[inline(always)]
     pub fn add(&mut self, pose: &Transform, w: f32) {
         if w <= 0.0 {
             return;

@@ -1,0 +1,61 @@
+//! `../shared/perf/WORKLOAD.md` through the full graph on Fox.glb: criterion time per frame for
+//! N = 1, 100, 1 000, 10 000 on 1 and 2 threads, then a table of ns/joint and the checksums.
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use sinew_examples::workload::{checksums, load_fox, run_frame, setup};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn fox_path() -> String {
+    std::env::var("SINEW_FOX").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/assets/gltf/Fox.glb").to_string())
+}
+
+fn bench(c: &mut Criterion) {
+    let fox = load_fox(Path::new(&fox_path())).expect("Fox.glb");
+    let joints = fox.mesh.bone_count();
+    let mut lines = Vec::new();
+    let mut group = c.benchmark_group("workload");
+    group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    for threads in [1usize, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        for n in [1usize, 100, 1_000, 10_000] {
+            let (mut store, mut animator) = pool.install(|| setup(&fox, n)).expect("setup");
+            let mut palette = vec![[0.0f32; 12]; n * joints];
+            let mut f = 0u64;
+            pool.install(|| run_frame(&mut store, &mut animator, f, &mut palette)).expect("frame");
+            let c0 = checksums(&store, &fox, &palette);
+            while f < 100 {
+                f += 1;
+                pool.install(|| run_frame(&mut store, &mut animator, f, &mut palette)).expect("frame");
+            }
+            let c100 = checksums(&store, &fox, &palette);
+            let mut per_frame = Duration::ZERO;
+            group.bench_with_input(BenchmarkId::new(format!("{threads}t"), n), &n, |b, _| {
+                b.iter_custom(|iters| {
+                    let t = Instant::now();
+                    pool.install(|| {
+                        for _ in 0..iters {
+                            f += 1;
+                            run_frame(&mut store, &mut animator, f, &mut palette).expect("frame");
+                        }
+                    });
+                    let e = t.elapsed();
+                    per_frame = e / iters.max(1) as u32;
+                    e
+                })
+            });
+            lines.push(format!(
+                "threads={threads} n={n}: last-sample ns/joint={:.2}  checksum_f0=({:.3}, {:.2}) checksum_f100=({:.3}, {:.2})",
+                per_frame.as_secs_f64() * 1e9 / (n * joints) as f64,
+                c0.0, c0.1, c100.0, c100.1
+            ));
+        }
+    }
+    group.finish();
+    for l in lines {
+        println!("{l}");
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
