@@ -976,18 +976,17 @@ fn precheck(root: &::gltf::json::Root, file: &str) -> Result<(), ImportError> {
     let key = ::gltf::json::validation::Checked::Valid(::gltf::json::mesh::Semantic::Positions);
     for (mesh, m) in root.meshes.iter().enumerate() {
         for (primitive, p) in m.primitives.iter().enumerate() {
-            if let Some(i) = p.attributes.get(&key).map(|i| i.value()) {
-                if i >= root.accessors.len() {
-                    return Err(ImportError::Mesh {
-                        file: file.to_string(),
-                        mesh,
-                        primitive,
-                        reason: format!(
-                            "POSITION accessor {i} out of range ({} accessors)",
-                            root.accessors.len()
-                        ),
-                    });
-                }
+            let position = p.attributes.get(&key).map(|i| i.value());
+            if let Some(i) = position.filter(|&i| i >= root.accessors.len()) {
+                return Err(ImportError::Mesh {
+                    file: file.to_string(),
+                    mesh,
+                    primitive,
+                    reason: format!(
+                        "POSITION accessor {i} out of range ({} accessors)",
+                        root.accessors.len()
+                    ),
+                });
             }
         }
     }
