@@ -387,13 +387,11 @@ fn check_inputs(
             mesh: mesh.name().to_string(),
         });
     }
-    if let Some(b) = options.root_bone {
-        if b.get() >= rig.bone_count() {
-            return Err(BakeTextureError::RootBoneOutOfRange {
-                bone: b.get(),
-                bone_count: rig.bone_count(),
-            });
-        }
+    if let Some(b) = options.root_bone.filter(|b| b.get() >= rig.bone_count()) {
+        return Err(BakeTextureError::RootBoneOutOfRange {
+            bone: b.get(),
+            bone_count: rig.bone_count(),
+        });
     }
     for (index, c) in clips.iter().enumerate() {
         if c.rig_hash() != rig.content_hash() {
