@@ -1,6 +1,7 @@
 //! The baked-texture shaders on a real adapter (lavapipe in CI): the compute variant (same WGSL
 //! functions as the instanced draw) against the real CPU pipeline at frame times, against the
 //! CPU mirror of the shader between frames and in cross-fades, RGBA16F, and the draw itself.
+#![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
 use glam::{Affine3A, Mat4, Quat, Vec3};
 use sinew_gpu::baked::compute::BakedComputeSkinner;
@@ -112,7 +113,7 @@ fn cpu_palettes(m: &Model, requests: &[(usize, f32)]) -> Vec<Vec<[f32; 12]>> {
 }
 
 fn world(i: usize) -> Affine3A {
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         Affine3A::IDENTITY
     } else {
         Affine3A::from_rotation_translation(

@@ -1,5 +1,6 @@
 //! Baked animation textures against the real CPU pipeline (the `Animator`): equality at frame
 //! times, interpolation error against bake rate, half-float error, errors, and the LOD switch.
+#![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
 use glam::Vec3;
 use sinew_jobs::animator::Animator;

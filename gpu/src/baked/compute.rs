@@ -95,8 +95,10 @@ impl BakedComputeSkinner {
             wgpu::BufferUsages::empty(),
         )?;
         let size = u64::from(n_inst) * u64::from(anim.vertex_count) * 16;
-        let limit =
-            u64::from(ctx.limits.max_storage_buffer_binding_size).min(ctx.limits.max_buffer_size);
+        let limit = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
         if size > limit {
             return Err(GpuError::TooLarge {
                 what: "baked compute output".into(),

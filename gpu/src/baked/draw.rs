@@ -260,11 +260,11 @@ impl BakedRenderer {
                 mapped_at_creation: false,
             }));
         }
-        if let Some(b) = &self.instances {
-            if size > 0 {
-                ctx.queue
-                    .write_buffer(b, 0, bytemuck::cast_slice(instances));
-            }
+        if let Some(b) = &self.instances
+            && size > 0
+        {
+            ctx.queue
+                .write_buffer(b, 0, bytemuck::cast_slice(instances));
         }
         self.instance_count = count;
         Ok(())
@@ -371,15 +371,15 @@ impl BakedRenderer {
                 occlusion_query_set: None,
                 multiview_mask: None,
             });
-            if let Some(inst) = &self.instances {
-                if self.instance_count > 0 {
-                    pass.set_pipeline(&self.pipeline);
-                    pass.set_bind_group(0, &self.bind_group, &[]);
-                    pass.set_vertex_buffer(0, anim.vertices.slice(..));
-                    pass.set_vertex_buffer(1, inst.slice(..));
-                    pass.set_index_buffer(anim.indices.slice(..), wgpu::IndexFormat::Uint32);
-                    pass.draw_indexed(0..anim.index_count, 0, 0..self.instance_count);
-                }
+            if let Some(inst) = &self.instances
+                && self.instance_count > 0
+            {
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &self.bind_group, &[]);
+                pass.set_vertex_buffer(0, anim.vertices.slice(..));
+                pass.set_vertex_buffer(1, inst.slice(..));
+                pass.set_index_buffer(anim.indices.slice(..), wgpu::IndexFormat::Uint32);
+                pass.draw_indexed(0..anim.index_count, 0, 0..self.instance_count);
             }
         }
         if let Some((qs, resolve, read)) = &self.queries {

@@ -34,7 +34,8 @@
 //!     .map(|i| BakedInstance::new(Affine3A::from_translation(Vec3::new(i as f32, 0.0, 0.0)), (i % 2) as u32, i as f32 * 0.1, 1.0))
 //!     .collect();
 //! renderer.set_instances(&ctx, &anim, &instances)?;
-//! let view_proj = Mat4::perspective_rh(0.8, 16.0 / 9.0, 0.1, 500.0) * Mat4::look_at_rh(Vec3::new(50.0, 20.0, -40.0), Vec3::new(50.0, 0.0, 0.0), Vec3::Y);
+//! // Any camera: here a top-down orthographic view of x in [-1, 101], z in [-51, 51].
+//! let view_proj = Mat4::from_cols_array(&[0.02, 0.0, 0.0, 0.0, 0.0, 0.0, -0.001, 0.0, 0.0, 0.02, 0.0, 0.0, -0.98, 0.0, 0.5, 1.0]);
 //! renderer.render(&ctx, &anim, view_proj, 1.5)?; // global time 1.5 s
 //! let rgba = renderer.read_pixels(&ctx)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -443,8 +444,10 @@ pub(crate) fn storage_init(
     bytes: &[u8],
     extra: wgpu::BufferUsages,
 ) -> Result<wgpu::Buffer, GpuError> {
-    let limit =
-        u64::from(ctx.limits.max_storage_buffer_binding_size).min(ctx.limits.max_buffer_size);
+    let limit = ctx
+        .limits
+        .max_storage_buffer_binding_size
+        .min(ctx.limits.max_buffer_size);
     let size = bytes.len() as u64;
     if size > limit {
         return Err(GpuError::TooLarge {
