@@ -34,6 +34,9 @@ struct Args {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Render the last frame on the GPU and save it as a PNG.
+    #[arg(long)]
+    png: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         gltf: args.gltf,
         clip: args.clip,
         progress: !args.json,
+        png: args.png,
         ..CrowdOptions::default()
     };
     match run_crowd(&opts) {

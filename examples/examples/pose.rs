@@ -135,7 +135,8 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
     }))
 }
 
+/// The same positions from the skinning compute shader (`skinning.wgsl`), read back.
 fn gpu_positions(mesh: &sinew_jobs::asset::SkinnedMesh, palette: &[[f32; 12]]) -> Result<Vec<glam::Vec3>, String> {
-    let _ = (mesh, palette);
-    Err("--gpu needs the GPU skinning pass (not built into this binary yet)".into())
+    let ctx = sinew_gpu::context::GpuContext::new().map_err(|e| format!("--gpu: {e}"))?;
+    sinew_gpu::skin_pass::SkinPass::skin_positions(&ctx, mesh, palette).map(|(p, _)| p).map_err(|e| format!("--gpu: {e}"))
 }

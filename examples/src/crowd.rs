@@ -38,11 +38,14 @@ pub struct CrowdOptions {
     pub progress: bool,
     /// Seconds per frame.
     pub dt: f32,
+    /// Render the last frame on the GPU (palettes written straight into the mapped palette
+    /// ring) and save it as a PNG.
+    pub png: Option<PathBuf>,
 }
 
 impl Default for CrowdOptions {
     fn default() -> Self {
-        Self { count: 10_000, frames: 300, threads: 0, churn: 0.0, gltf: None, clip: None, progress: true, dt: 1.0 / 60.0 }
+        Self { count: 10_000, frames: 300, threads: 0, churn: 0.0, gltf: None, clip: None, progress: true, dt: 1.0 / 60.0, png: None }
     }
 }
 
@@ -90,6 +93,8 @@ pub struct CrowdSummary {
     pub mean_distance: f32,
     /// Checksum: sum of every palette float of the last frame.
     pub palette_checksum: f64,
+    /// With `png`: the adapter that rendered, and the render's wall time.
+    pub rendered: Option<(String, Duration)>,
 }
 
 impl CrowdSummary {
@@ -339,6 +344,10 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     } else {
         f32::NAN
     };
+    let rendered = match &opts.png {
+        Some(path) => Some(render_png(&mut store, &mut animator, &model, opts.dt, path)?),
+        None => None,
+    };
     let total_palette = animator.palette_len(&store);
     let palette_checksum: f64 = palette[..total_palette.min(palette.len())].iter().flatten().map(|&x| f64::from(x)).sum();
     let mut sorted = frame_times.clone();
@@ -374,7 +383,39 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         frame_bytes_per_character,
         mean_distance,
         palette_checksum,
+        rendered,
     })
+}
+
+/// One more frame, its palettes written by the skinning job straight into this frame's mapped
+/// buffer of a [`PaletteRing`], then drawn instanced and saved as a PNG.
+fn render_png(store: &mut Store, animator: &mut Animator, model: &Model, dt: f32, path: &std::path::Path) -> Result<(String, Duration), String> {
+    use sinew_gpu::context::GpuContext;
+    use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
+    use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
+    let t0 = Instant::now();
+    let ctx = GpuContext::new().map_err(|e| format!("--png: {e}"))?;
+    let entries = crowd_palette_len(store).map_err(|e| format!("--png: {e}"))?;
+    let mut ring = PaletteRing::with_best_mode(&ctx, entries).map_err(|e| format!("--png: {e}"))?;
+    ring.write(&ctx, entries, |slice| animator.run_frame_into(store, dt, slice))
+        .map_err(|e| format!("--png: {e}"))?
+        .map_err(|e| format!("--png frame: {e}"))?;
+    let mut instances = Vec::new();
+    let (mut lo, mut hi) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY));
+    let mut q = store.query::<(&FrameSlot, &EntityTransform)>().map_err(|e| e.to_string())?.with::<SkinRef>();
+    q.for_each(|_, (slot, t)| {
+        instances.push(Instance::new(slot.palette_offset, t.0.to_affine()));
+        lo = lo.min(t.0.translation);
+        hi = hi.max(t.0.translation);
+    });
+    drop(q);
+    let center = (lo + hi) * 0.5 + Vec3::Y * 0.9;
+    let extent = (hi - lo).length().max(3.0);
+    let camera = Camera::look_at(center + Vec3::new(0.35, 0.45, -0.8).normalize() * extent * 0.9, center);
+    let mut renderer = CrowdRenderer::new(&ctx, &model.mesh, 1280, 720).map_err(|e| format!("--png: {e}"))?;
+    let image = renderer.render_ring(&ctx, &mut ring, &instances, &camera).map_err(|e| format!("--png: {e}"))?;
+    image.save_png(path).map_err(|e| format!("--png {}: {e}", path.display()))?;
+    Ok((ctx.adapter_info.name.clone(), t0.elapsed()))
 }
 
 /// The human-readable summary.
@@ -403,6 +444,9 @@ pub fn format_summary(s: &CrowdSummary) -> String {
     out += &format!("  events fired    {}\n", s.events_fired);
     if s.churned > 0 {
         out += &format!("  churn           {} characters despawned and respawned\n", s.churned);
+    }
+    if let Some((adapter, t)) = &s.rendered {
+        out += &format!("  rendered        on {adapter} in {:.1} ms (mapped palette ring, instanced draw)\n", ms(*t));
     }
     if s.mean_distance.is_finite() {
         out += &format!("  root motion     {:.2} m walked per character on average\n", s.mean_distance);
