@@ -8,8 +8,8 @@ use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
 use sinew_jobs::builtin::{self, BakedCharacter};
 use sinew_jobs::component::{
-    AnimationToProcess, Animations, BlendMode, EntityTransform, FrameSlot, LayerWeights, RigRef, RootMotion,
-    SamplingCursors, SkinRef,
+    AnimationToProcess, Animations, BlendMode, EntityTransform, FrameSlot, LayerWeights, RigRef,
+    RootMotion, SamplingCursors, SkinRef,
 };
 use sinew_runtime::store::Store;
 use std::time::{Duration, Instant};
@@ -24,12 +24,21 @@ fn crowd(c: &BakedCharacter, n: usize) -> (Store, Animator, Vec<[f32; 12]>) {
             let t = i as f32 * 0.137;
             let r = (i % 7) as f32 / 6.0;
             let mut anims = vec![
-                AnimationToProcess::new(c.walk.clone()).at(t).weight(1.0 - r),
+                AnimationToProcess::new(c.walk.clone())
+                    .at(t)
+                    .weight(1.0 - r),
                 AnimationToProcess::new(c.run.clone()).at(t * 0.7).weight(r),
-                AnimationToProcess::new(c.breathe.clone()).at(t * 1.3).layer(2, BlendMode::Additive),
+                AnimationToProcess::new(c.breathe.clone())
+                    .at(t * 1.3)
+                    .layer(2, BlendMode::Additive),
             ];
             if i % 3 == 0 {
-                anims.push(AnimationToProcess::new(c.wave.clone()).at(t).layer(1, BlendMode::Override).mask(c.upper_body_mask.clone()));
+                anims.push(
+                    AnimationToProcess::new(c.wave.clone())
+                        .at(t)
+                        .layer(1, BlendMode::Override)
+                        .mask(c.upper_body_mask.clone()),
+                );
             }
             (
                 RigRef(c.rig.clone()),
@@ -45,7 +54,9 @@ fn crowd(c: &BakedCharacter, n: usize) -> (Store, Animator, Vec<[f32; 12]>) {
         .expect("spawn");
     let mut animator = Animator::new(&mut store).expect("graph");
     let mut palette = vec![[0.0f32; 12]; n * c.mesh.bone_count()];
-    animator.run_frame_into(&mut store, DT, &mut palette).expect("frame");
+    animator
+        .run_frame_into(&mut store, DT, &mut palette)
+        .expect("frame");
     (store, animator, palette)
 }
 
@@ -57,18 +68,28 @@ fn bench(cr: &mut Criterion) {
         a.timings().iter().map(|t| t.name.clone()).collect()
     };
     let mut group = cr.benchmark_group("graph");
-    group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
     for &n in &SIZES {
         let (mut store, mut animator, mut palette) = crowd(&c, n);
         group.throughput(Throughput::Elements(n as u64 * bones));
         group.bench_with_input(BenchmarkId::new("frame", n), &n, |b, _| {
-            b.iter(|| animator.run_frame_into(&mut store, DT, &mut palette).expect("frame"))
+            b.iter(|| {
+                animator
+                    .run_frame_into(&mut store, DT, &mut palette)
+                    .expect("frame")
+            })
         });
     }
     group.finish();
 
     let mut group = cr.benchmark_group("job");
-    group.sample_size(10).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_secs(1));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_secs(1));
     for &n in &SIZES[..4] {
         let (mut store, mut animator, mut palette) = crowd(&c, n);
         group.throughput(Throughput::Elements(n as u64 * bones));
@@ -77,8 +98,13 @@ fn bench(cr: &mut Criterion) {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        animator.run_frame_into(&mut store, DT, &mut palette).expect("frame");
-                        total += animator.timings().get(k).map_or(Duration::ZERO, |t| t.duration);
+                        animator
+                            .run_frame_into(&mut store, DT, &mut palette)
+                            .expect("frame");
+                        total += animator
+                            .timings()
+                            .get(k)
+                            .map_or(Duration::ZERO, |t| t.duration);
                     }
                     total
                 })
@@ -89,16 +115,24 @@ fn bench(cr: &mut Criterion) {
 
     // The whole frame at 10 000 characters on 1 and 2 threads (thread scaling).
     let mut group = cr.benchmark_group("threads");
-    group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
     for threads in [1usize, 2] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
         let (mut store, mut animator, mut palette) = pool.install(|| crowd(&c, 10_000));
         group.bench_with_input(BenchmarkId::new("frame_10k", threads), &threads, |b, _| {
             b.iter_custom(|iters| {
                 pool.install(|| {
                     let t = Instant::now();
                     for _ in 0..iters {
-                        animator.run_frame_into(&mut store, DT, &mut palette).expect("frame");
+                        animator
+                            .run_frame_into(&mut store, DT, &mut palette)
+                            .expect("frame");
                     }
                     t.elapsed()
                 })

@@ -7,7 +7,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn fox_path() -> String {
-    std::env::var("SINEW_FOX").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/assets/gltf/Fox.glb").to_string())
+    std::env::var("SINEW_FOX").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/assets/gltf/Fox.glb"
+        )
+        .to_string()
+    })
 }
 
 fn bench(c: &mut Criterion) {
@@ -15,18 +21,26 @@ fn bench(c: &mut Criterion) {
     let joints = fox.mesh.bone_count();
     let mut lines = Vec::new();
     let mut group = c.benchmark_group("workload");
-    group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
     for threads in [1usize, 2] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
         for n in [1usize, 100, 1_000, 10_000] {
             let (mut store, mut animator) = pool.install(|| setup(&fox, n)).expect("setup");
             let mut palette = vec![[0.0f32; 12]; n * joints];
             let mut f = 0u64;
-            pool.install(|| run_frame(&mut store, &mut animator, f, &mut palette)).expect("frame");
+            pool.install(|| run_frame(&mut store, &mut animator, f, &mut palette))
+                .expect("frame");
             let c0 = checksums(&store, &fox, &palette);
             while f < 100 {
                 f += 1;
-                pool.install(|| run_frame(&mut store, &mut animator, f, &mut palette)).expect("frame");
+                pool.install(|| run_frame(&mut store, &mut animator, f, &mut palette))
+                    .expect("frame");
             }
             let c100 = checksums(&store, &fox, &palette);
             let mut per_frame = Duration::ZERO;

@@ -11,7 +11,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(name = "crowd", about = "Animate a crowd with sinew's nine-job graph and measure it")]
+#[command(
+    name = "crowd",
+    about = "Animate a crowd with sinew's nine-job graph and measure it"
+)]
 struct Args {
     /// Number of characters.
     #[arg(long, default_value_t = 10_000)]
@@ -46,7 +49,13 @@ fn main() -> ExitCode {
             // --help and --version print and exit 0; errors print one line (clap's first).
             if e.use_stderr() {
                 let msg = e.to_string();
-                eprintln!("crowd: {}", msg.lines().next().unwrap_or("bad arguments").trim_start_matches("error: "));
+                eprintln!(
+                    "crowd: {}",
+                    msg.lines()
+                        .next()
+                        .unwrap_or("bad arguments")
+                        .trim_start_matches("error: ")
+                );
                 return ExitCode::from(2);
             }
             print!("{e}");

@@ -40,7 +40,14 @@ fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {
-            eprintln!("pose: {}", e.to_string().lines().next().unwrap_or("bad arguments").trim_start_matches("error: "));
+            eprintln!(
+                "pose: {}",
+                e.to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("bad arguments")
+                    .trim_start_matches("error: ")
+            );
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -62,10 +69,14 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<serde_json::Value, String> {
     if !args.time.is_finite() {
-        return Err(format!("--time must be a finite number of seconds, got {}", args.time));
+        return Err(format!(
+            "--time must be a finite number of seconds, got {}",
+            args.time
+        ));
     }
     let registry = AssetRegistry::new();
-    let scene = import_gltf(&args.file, &registry).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    let scene =
+        import_gltf(&args.file, &registry).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let clip = args
         .clip
         .parse::<usize>()
@@ -74,29 +85,63 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
         .or_else(|| scene.clips.iter().find(|c| c.name() == args.clip))
         .cloned()
         .ok_or_else(|| {
-            let names: Vec<String> = scene.clips.iter().enumerate().map(|(i, c)| format!("{i}: {}", c.name())).collect();
-            format!("{}: no clip '{}' (clips: {})", args.file.display(), args.clip, names.join(", "))
+            let names: Vec<String> = scene
+                .clips
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{i}: {}", c.name()))
+                .collect();
+            format!(
+                "{}: no clip '{}' (clips: {})",
+                args.file.display(),
+                args.clip,
+                names.join(", ")
+            )
         })?;
     // The clip is sampled at the glTF time itself, clamped (no looping wrap).
     let mut store = Store::new();
-    let anim = || vec![AnimationToProcess::new(clip.clone()).at(args.time).looping(false)];
+    let anim = || {
+        vec![
+            AnimationToProcess::new(clip.clone())
+                .at(args.time)
+                .looping(false),
+        ]
+    };
     // One entity per skinned primitive (each gets its own palette); one bare entity otherwise.
     let mut skinned = Vec::new();
     for m in &scene.meshes {
-        let e = store.spawn(animated(scene.rig.clone(), anim())).map_err(|e| e.to_string())?;
-        store.insert(e, SkinRef::new(m.skinned_mesh.clone())).map_err(|e| e.to_string())?;
+        let e = store
+            .spawn(animated(scene.rig.clone(), anim()))
+            .map_err(|e| e.to_string())?;
+        store
+            .insert(e, SkinRef::new(m.skinned_mesh.clone()))
+            .map_err(|e| e.to_string())?;
         skinned.push((e, m));
     }
     let first = match skinned.first() {
         Some((e, _)) => *e,
-        None => store.spawn(animated(scene.rig.clone(), anim())).map_err(|e| e.to_string())?,
+        None => store
+            .spawn(animated(scene.rig.clone(), anim()))
+            .map_err(|e| e.to_string())?,
     };
-    let mut animator = Animator::with(&mut store, PipelineConfig { advance_clocks: false, ..Default::default() }, |_, _| {})
+    let mut animator = Animator::with(
+        &mut store,
+        PipelineConfig {
+            advance_clocks: false,
+            ..Default::default()
+        },
+        |_, _| {},
+    )
+    .map_err(|e| e.to_string())?;
+    animator
+        .run_frame(&mut store, 0.0)
         .map_err(|e| e.to_string())?;
-    animator.run_frame(&mut store, 0.0).map_err(|e| e.to_string())?;
 
     let model = &store.resource::<ModelPoses>().map_err(|e| e.to_string())?.0;
-    let base = store.get::<FrameSlot>(first).map_err(|e| e.to_string())?.bone_offset as usize;
+    let base = store
+        .get::<FrameSlot>(first)
+        .map_err(|e| e.to_string())?
+        .bone_offset as usize;
     let nodes: Vec<serde_json::Value> = scene
         .node_names
         .iter()
@@ -116,7 +161,8 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
     let mut primitives = Vec::new();
     for (e, m) in &skinned {
         let slot = store.get::<FrameSlot>(*e).map_err(|e| e.to_string())?;
-        let range = slot.palette_offset as usize..(slot.palette_offset + slot.palette_count) as usize;
+        let range =
+            slot.palette_offset as usize..(slot.palette_offset + slot.palette_count) as usize;
         let palette = palettes.get(range).ok_or("palette range out of bounds")?;
         let positions = if args.gpu {
             gpu_positions(&m.skinned_mesh, palette)?
@@ -124,7 +170,9 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
             m.skinned_mesh.skin_cpu(palette).0
         };
         let flat: Vec<f32> = positions.iter().flat_map(|p| [p.x, p.y, p.z]).collect();
-        primitives.push(json!({"node": m.node, "mesh": m.mesh, "primitive": m.primitive, "positions": flat}));
+        primitives.push(
+            json!({"node": m.node, "mesh": m.mesh, "primitive": m.primitive, "positions": flat}),
+        );
     }
     Ok(json!({
         "file": args.file.display().to_string(),
@@ -136,7 +184,12 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
 }
 
 /// The same positions from the skinning compute shader (`skinning.wgsl`), read back.
-fn gpu_positions(mesh: &sinew_jobs::asset::SkinnedMesh, palette: &[[f32; 12]]) -> Result<Vec<glam::Vec3>, String> {
+fn gpu_positions(
+    mesh: &sinew_jobs::asset::SkinnedMesh,
+    palette: &[[f32; 12]],
+) -> Result<Vec<glam::Vec3>, String> {
     let ctx = sinew_gpu::context::GpuContext::new().map_err(|e| format!("--gpu: {e}"))?;
-    sinew_gpu::skin_pass::SkinPass::skin_positions(&ctx, mesh, palette).map(|(p, _)| p).map_err(|e| format!("--gpu: {e}"))
+    sinew_gpu::skin_pass::SkinPass::skin_positions(&ctx, mesh, palette)
+        .map(|(p, _)| p)
+        .map_err(|e| format!("--gpu: {e}"))
 }

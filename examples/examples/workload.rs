@@ -28,7 +28,14 @@ fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {
-            eprintln!("workload: {}", e.to_string().lines().next().unwrap_or("bad arguments").trim_start_matches("error: "));
+            eprintln!(
+                "workload: {}",
+                e.to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("bad arguments")
+                    .trim_start_matches("error: ")
+            );
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -52,7 +59,10 @@ fn run(args: &Args) -> Result<String, String> {
     if args.n == 0 || args.runs == 0 {
         return Err("--n and --runs must be at least 1".into());
     }
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.threads).build().map_err(|e| e.to_string())?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .build()
+        .map_err(|e| e.to_string())?;
     pool.install(|| {
         let fox = load_fox(&args.fox)?;
         let (mut store, mut animator) = setup(&fox, args.n)?;

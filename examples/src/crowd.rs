@@ -8,8 +8,8 @@ use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, SkinnedMesh, Transform, bone_hash};
 use sinew_jobs::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
 use sinew_jobs::component::{
-    AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents, FrameSlot, LayerWeights,
-    RigRef, RootMotion, SamplingCursors, SkinRef,
+    AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents,
+    FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors, SkinRef,
 };
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
@@ -45,7 +45,17 @@ pub struct CrowdOptions {
 
 impl Default for CrowdOptions {
     fn default() -> Self {
-        Self { count: 10_000, frames: 300, threads: 0, churn: 0.0, gltf: None, clip: None, progress: true, dt: 1.0 / 60.0, png: None }
+        Self {
+            count: 10_000,
+            frames: 300,
+            threads: 0,
+            churn: 0.0,
+            gltf: None,
+            clip: None,
+            progress: true,
+            dt: 1.0 / 60.0,
+            png: None,
+        }
     }
 }
 
@@ -140,23 +150,39 @@ struct Model {
 }
 
 enum ModelKind {
-    Builtin { walk: Arc<Clip>, run: Arc<Clip>, wave: Arc<Clip>, breathe: Arc<Clip>, mask: Arc<sinew_jobs::asset::AvatarMask> },
-    Gltf { clips: Vec<Arc<Clip>> },
+    Builtin {
+        walk: Arc<Clip>,
+        run: Arc<Clip>,
+        wave: Arc<Clip>,
+        breathe: Arc<Clip>,
+        mask: Arc<sinew_jobs::asset::AvatarMask>,
+    },
+    Gltf {
+        clips: Vec<Arc<Clip>>,
+    },
 }
 
 fn load_model(opts: &CrowdOptions, registry: &AssetRegistry) -> Result<Model, String> {
     match &opts.gltf {
         None => {
-            let c = builtin::bake_character(registry).map_err(|e| format!("built-in character: {e}"))?;
+            let c = builtin::bake_character(registry)
+                .map_err(|e| format!("built-in character: {e}"))?;
             Ok(Model {
                 name: "built-in character".into(),
                 rig: c.rig,
                 mesh: c.mesh,
-                kind: ModelKind::Builtin { walk: c.walk, run: c.run, wave: c.wave, breathe: c.breathe, mask: c.upper_body_mask },
+                kind: ModelKind::Builtin {
+                    walk: c.walk,
+                    run: c.run,
+                    wave: c.wave,
+                    breathe: c.breathe,
+                    mask: c.upper_body_mask,
+                },
             })
         }
         Some(path) => {
-            let scene = import_gltf(path, registry).map_err(|e| format!("{}: {e}", path.display()))?;
+            let scene =
+                import_gltf(path, registry).map_err(|e| format!("{}: {e}", path.display()))?;
             let mesh = scene
                 .meshes
                 .first()
@@ -165,18 +191,30 @@ fn load_model(opts: &CrowdOptions, registry: &AssetRegistry) -> Result<Model, St
             let clips = match &opts.clip {
                 None => scene.clips.clone(),
                 Some(sel) => {
-                    let by_index = sel.parse::<usize>().ok().and_then(|i| scene.clips.get(i).cloned());
+                    let by_index = sel
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| scene.clips.get(i).cloned());
                     let by_name = scene.clips.iter().find(|c| c.name() == sel).cloned();
                     vec![by_index.or(by_name).ok_or_else(|| {
                         let names: Vec<&str> = scene.clips.iter().map(|c| c.name()).collect();
-                        format!("{}: no clip '{sel}' (clips: {})", path.display(), names.join(", "))
+                        format!(
+                            "{}: no clip '{sel}' (clips: {})",
+                            path.display(),
+                            names.join(", ")
+                        )
                     })?]
                 }
             };
             if clips.is_empty() {
                 return Err(format!("{}: the file has no animation", path.display()));
             }
-            Ok(Model { name: path.display().to_string(), rig: scene.rig, mesh, kind: ModelKind::Gltf { clips } })
+            Ok(Model {
+                name: path.display().to_string(),
+                rig: scene.rig,
+                mesh,
+                kind: ModelKind::Gltf { clips },
+            })
         }
     }
 }
@@ -193,7 +231,13 @@ fn hash01(i: u64, salt: u64) -> f32 {
 /// The animations of character `i`.
 fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
     match &model.kind {
-        ModelKind::Builtin { walk, run, wave, breathe, mask } => {
+        ModelKind::Builtin {
+            walk,
+            run,
+            wave,
+            breathe,
+            mask,
+        } => {
             // Speed between a slow walk and a run; walk and run phase-locked (same normalised time).
             let speed = 1.0 + 3.0 * hash01(i, 1);
             let r = ((speed - WALK_SPEED) / (RUN_SPEED - WALK_SPEED)).clamp(0.0, 1.0);
@@ -202,9 +246,17 @@ fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
             let k = speed / stride_speed;
             let phase = hash01(i, 2);
             let mut v = vec![
-                AnimationToProcess::new(walk.clone()).at(phase * walk.duration()).weight(1.0 - r).speed(k * walk.duration() / cycle),
-                AnimationToProcess::new(run.clone()).at(phase * run.duration()).weight(r).speed(k * run.duration() / cycle),
-                AnimationToProcess::new(breathe.clone()).at(hash01(i, 3) * breathe.duration()).layer(2, BlendMode::Additive),
+                AnimationToProcess::new(walk.clone())
+                    .at(phase * walk.duration())
+                    .weight(1.0 - r)
+                    .speed(k * walk.duration() / cycle),
+                AnimationToProcess::new(run.clone())
+                    .at(phase * run.duration())
+                    .weight(r)
+                    .speed(k * run.duration() / cycle),
+                AnimationToProcess::new(breathe.clone())
+                    .at(hash01(i, 3) * breathe.duration())
+                    .layer(2, BlendMode::Additive),
             ];
             if i % 4 == 0 {
                 v.push(
@@ -218,16 +270,34 @@ fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
         }
         ModelKind::Gltf { clips } => {
             let clip = &clips[(i as usize) % clips.len()];
-            vec![AnimationToProcess::new(clip.clone()).at(hash01(i, 2) * clip.duration()).speed(0.8 + 0.4 * hash01(i, 5))]
+            vec![
+                AnimationToProcess::new(clip.clone())
+                    .at(hash01(i, 2) * clip.duration())
+                    .speed(0.8 + 0.4 * hash01(i, 5)),
+            ]
         }
     }
 }
 
-type CrowdBundle = (RigRef, Animations, LayerWeights, FrameSlot, SamplingCursors, SkinRef, EntityTransform, RootMotion, FiredEvents, CurveValues);
+type CrowdBundle = (
+    RigRef,
+    Animations,
+    LayerWeights,
+    FrameSlot,
+    SamplingCursors,
+    SkinRef,
+    EntityTransform,
+    RootMotion,
+    FiredEvents,
+    CurveValues,
+);
 
 fn character(model: &Model, i: u64, grid: usize) -> CrowdBundle {
     let spacing = 2.0;
-    let (x, z) = ((i as usize % grid) as f32 * spacing, (i as usize / grid) as f32 * spacing);
+    let (x, z) = (
+        (i as usize % grid) as f32 * spacing,
+        (i as usize / grid) as f32 * spacing,
+    );
     let heading = Quat::from_rotation_y(hash01(i, 6) * 0.3 - 0.15);
     (
         RigRef(model.rig.clone()),
@@ -263,9 +333,15 @@ pub fn run_crowd(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         return Err("--frames must be at least 1".into());
     }
     if !(0.0..=1.0).contains(&opts.churn) {
-        return Err(format!("--churn must be a fraction in [0, 1], got {}", opts.churn));
+        return Err(format!(
+            "--churn must be a fraction in [0, 1], got {}",
+            opts.churn
+        ));
     }
-    let pool = ThreadPoolBuilder::new().num_threads(opts.threads).build().map_err(|e| format!("thread pool: {e}"))?;
+    let pool = ThreadPoolBuilder::new()
+        .num_threads(opts.threads)
+        .build()
+        .map_err(|e| format!("thread pool: {e}"))?;
     pool.install(|| run_in_pool(opts))
 }
 
@@ -277,7 +353,15 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     let mut entities: Vec<Entity> = store
         .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid)))
         .map_err(|e| format!("spawn: {e}"))?;
-    let starts: Vec<Vec3> = entities.iter().map(|&e| store.get::<EntityTransform>(e).map(|t| t.0.translation).unwrap_or_default()).collect();
+    let starts: Vec<Vec3> = entities
+        .iter()
+        .map(|&e| {
+            store
+                .get::<EntityTransform>(e)
+                .map(|t| t.0.translation)
+                .unwrap_or_default()
+        })
+        .collect();
     let mut animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
     let footstep = bone_hash(FOOTSTEP);
     let show = opts.progress && std::io::stdout().is_terminal();
@@ -295,9 +379,14 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         if opts.churn > 0.0 && frame > 0 && frame % frames_per_second == 0 {
             let n = ((opts.count as f32) * opts.churn).round() as usize;
             for k in 0..n {
-                let slot = (hash01(frame as u64, k as u64) * entities.len() as f32) as usize % entities.len().max(1);
-                store.despawn(entities[slot]).map_err(|e| format!("churn despawn: {e}"))?;
-                entities[slot] = store.spawn(character(&model, next_id, grid)).map_err(|e| format!("churn spawn: {e}"))?;
+                let slot = (hash01(frame as u64, k as u64) * entities.len() as f32) as usize
+                    % entities.len().max(1);
+                store
+                    .despawn(entities[slot])
+                    .map_err(|e| format!("churn despawn: {e}"))?;
+                entities[slot] = store
+                    .spawn(character(&model, next_id, grid))
+                    .map_err(|e| format!("churn spawn: {e}"))?;
                 next_id += 1;
                 churned += 1;
             }
@@ -308,7 +397,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             palette.resize(needed, [0.0; 12]);
         }
         let t0 = Instant::now();
-        animator.run_frame_into(&mut store, opts.dt, &mut palette).map_err(|e| format!("frame {frame}: {e}"))?;
+        animator
+            .run_frame_into(&mut store, opts.dt, &mut palette)
+            .map_err(|e| format!("frame {frame}: {e}"))?;
         let elapsed = t0.elapsed();
         if frame == 0 {
             node_names = animator.timings().iter().map(|t| t.name.clone()).collect();
@@ -322,12 +413,22 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             }
         }
         let mut q = store.query::<&FiredEvents>().map_err(|e| e.to_string())?;
-        q.for_each(|_, ev| events_fired += ev.0.iter().filter(|f| f.name == footstep || opts.gltf.is_some()).count() as u64);
+        q.for_each(|_, ev| {
+            events_fired +=
+                ev.0.iter()
+                    .filter(|f| f.name == footstep || opts.gltf.is_some())
+                    .count() as u64
+        });
         drop(q);
         if show && (frame % 10 == 0 || frame == opts.frames) {
             let w = 40;
             let done = frame * w / opts.frames;
-            print!("\r[{}{}] {frame}/{} frames", "#".repeat(done), " ".repeat(w - done), opts.frames);
+            print!(
+                "\r[{}{}] {frame}/{} frames",
+                "#".repeat(done),
+                " ".repeat(w - done),
+                opts.frames
+            );
             let _ = std::io::stdout().flush();
         }
     }
@@ -338,32 +439,52 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         let total: f32 = entities
             .iter()
             .zip(&starts)
-            .map(|(&e, s)| store.get::<EntityTransform>(e).map_or(0.0, |t| (t.0.translation - *s).length()))
+            .map(|(&e, s)| {
+                store
+                    .get::<EntityTransform>(e)
+                    .map_or(0.0, |t| (t.0.translation - *s).length())
+            })
             .sum();
         total / entities.len() as f32
     } else {
         f32::NAN
     };
     let rendered = match &opts.png {
-        Some(path) => Some(render_png(&mut store, &mut animator, &model, opts.dt, path)?),
+        Some(path) => Some(render_png(
+            &mut store,
+            &mut animator,
+            &model,
+            opts.dt,
+            path,
+        )?),
         None => None,
     };
     let total_palette = animator.palette_len(&store);
-    let palette_checksum: f64 = palette[..total_palette.min(palette.len())].iter().flatten().map(|&x| f64::from(x)).sum();
+    let palette_checksum: f64 = palette[..total_palette.min(palette.len())]
+        .iter()
+        .flatten()
+        .map(|&x| f64::from(x))
+        .sum();
     let mut sorted = frame_times.clone();
     sorted.sort_unstable();
     let bones = model.rig.bone_count();
     let mesh_bones = model.mesh.bone_count();
     // State kept between frames: the components and the heap data they own.
     let anim_heap: usize = {
-        let mut q = store.query::<(&Animations, &SamplingCursors)>().map_err(|e| e.to_string())?;
+        let mut q = store
+            .query::<(&Animations, &SamplingCursors)>()
+            .map_err(|e| e.to_string())?;
         let mut sum = 0usize;
-        q.for_each(|_, (a, c)| sum += a.len() * std::mem::size_of::<AnimationToProcess>() + c.0.capacity() * 4);
+        q.for_each(|_, (a, c)| {
+            sum += a.len() * std::mem::size_of::<AnimationToProcess>() + c.0.capacity() * 4
+        });
         sum / entities.len().max(1)
     };
     let state_bytes_per_character = std::mem::size_of::<CrowdBundle>() + anim_heap;
     let frame_bytes_per_character = bones
-        * (std::mem::size_of::<Transform>() + std::mem::size_of::<glam::Affine3A>() + std::mem::size_of::<sinew_jobs::frame::BoneSlot>())
+        * (std::mem::size_of::<Transform>()
+            + std::mem::size_of::<glam::Affine3A>()
+            + std::mem::size_of::<sinew_jobs::frame::BoneSlot>())
         + mesh_bones * std::mem::size_of::<PaletteEntry>()
         + std::mem::size_of::<sinew_jobs::frame::EntityCounts>() * 2;
     Ok(CrowdSummary {
@@ -376,7 +497,14 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         frame_median: median(&mut frame_times),
         frame_min: sorted.first().copied().unwrap_or_default(),
         frame_max: sorted.last().copied().unwrap_or_default(),
-        nodes: node_names.into_iter().zip(node_times.iter_mut()).map(|(name, v)| NodeMedian { name, median: median(v) }).collect(),
+        nodes: node_names
+            .into_iter()
+            .zip(node_times.iter_mut())
+            .map(|(name, v)| NodeMedian {
+                name,
+                median: median(v),
+            })
+            .collect(),
         events_fired,
         churned,
         state_bytes_per_character,
@@ -389,7 +517,13 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
 
 /// One more frame, its palettes written by the skinning job straight into this frame's mapped
 /// buffer of a [`PaletteRing`], then drawn instanced and saved as a PNG.
-fn render_png(store: &mut Store, animator: &mut Animator, model: &Model, dt: f32, path: &std::path::Path) -> Result<(String, Duration), String> {
+fn render_png(
+    store: &mut Store,
+    animator: &mut Animator,
+    model: &Model,
+    dt: f32,
+    path: &std::path::Path,
+) -> Result<(String, Duration), String> {
     use sinew_gpu::context::GpuContext;
     use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
     use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
@@ -397,12 +531,17 @@ fn render_png(store: &mut Store, animator: &mut Animator, model: &Model, dt: f32
     let ctx = GpuContext::new().map_err(|e| format!("--png: {e}"))?;
     let entries = crowd_palette_len(store).map_err(|e| format!("--png: {e}"))?;
     let mut ring = PaletteRing::with_best_mode(&ctx, entries).map_err(|e| format!("--png: {e}"))?;
-    ring.write(&ctx, entries, |slice| animator.run_frame_into(store, dt, slice))
-        .map_err(|e| format!("--png: {e}"))?
-        .map_err(|e| format!("--png frame: {e}"))?;
+    ring.write(&ctx, entries, |slice| {
+        animator.run_frame_into(store, dt, slice)
+    })
+    .map_err(|e| format!("--png: {e}"))?
+    .map_err(|e| format!("--png frame: {e}"))?;
     let mut instances = Vec::new();
     let (mut lo, mut hi) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY));
-    let mut q = store.query::<(&FrameSlot, &EntityTransform)>().map_err(|e| e.to_string())?.with::<SkinRef>();
+    let mut q = store
+        .query::<(&FrameSlot, &EntityTransform)>()
+        .map_err(|e| e.to_string())?
+        .with::<SkinRef>();
     q.for_each(|_, (slot, t)| {
         instances.push(Instance::new(slot.palette_offset, t.0.to_affine()));
         lo = lo.min(t.0.translation);
@@ -411,10 +550,18 @@ fn render_png(store: &mut Store, animator: &mut Animator, model: &Model, dt: f32
     drop(q);
     let center = (lo + hi) * 0.5 + Vec3::Y * 0.9;
     let extent = (hi - lo).length().max(3.0);
-    let camera = Camera::look_at(center + Vec3::new(0.35, 0.45, -0.8).normalize() * extent * 0.9, center);
-    let mut renderer = CrowdRenderer::new(&ctx, &model.mesh, 1280, 720).map_err(|e| format!("--png: {e}"))?;
-    let image = renderer.render_ring(&ctx, &mut ring, &instances, &camera).map_err(|e| format!("--png: {e}"))?;
-    image.save_png(path).map_err(|e| format!("--png {}: {e}", path.display()))?;
+    let camera = Camera::look_at(
+        center + Vec3::new(0.35, 0.45, -0.8).normalize() * extent * 0.9,
+        center,
+    );
+    let mut renderer =
+        CrowdRenderer::new(&ctx, &model.mesh, 1280, 720).map_err(|e| format!("--png: {e}"))?;
+    let image = renderer
+        .render_ring(&ctx, &mut ring, &instances, &camera)
+        .map_err(|e| format!("--png: {e}"))?;
+    image
+        .save_png(path)
+        .map_err(|e| format!("--png {}: {e}", path.display()))?;
     Ok((ctx.adapter_info.name.clone(), t0.elapsed()))
 }
 
@@ -436,20 +583,33 @@ pub fn format_summary(s: &CrowdSummary) -> String {
         ms(s.frame_min),
         ms(s.frame_max)
     );
-    out += &format!("  throughput      {:.1} M bones/s, {:.3} us per character\n", s.bones_per_second() / 1e6, s.us_per_character());
+    out += &format!(
+        "  throughput      {:.1} M bones/s, {:.3} us per character\n",
+        s.bones_per_second() / 1e6,
+        s.us_per_character()
+    );
     out += &format!(
         "  memory          {} B state + {} B frame buffers per character\n",
         s.state_bytes_per_character, s.frame_bytes_per_character
     );
     out += &format!("  events fired    {}\n", s.events_fired);
     if s.churned > 0 {
-        out += &format!("  churn           {} characters despawned and respawned\n", s.churned);
+        out += &format!(
+            "  churn           {} characters despawned and respawned\n",
+            s.churned
+        );
     }
     if let Some((adapter, t)) = &s.rendered {
-        out += &format!("  rendered        on {adapter} in {:.1} ms (mapped palette ring, instanced draw)\n", ms(*t));
+        out += &format!(
+            "  rendered        on {adapter} in {:.1} ms (mapped palette ring, instanced draw)\n",
+            ms(*t)
+        );
     }
     if s.mean_distance.is_finite() {
-        out += &format!("  root motion     {:.2} m walked per character on average\n", s.mean_distance);
+        out += &format!(
+            "  root motion     {:.2} m walked per character on average\n",
+            s.mean_distance
+        );
     }
     out
 }

@@ -6,7 +6,9 @@
 
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, LinearRotation, Rig, SkinnedMesh};
-use sinew_jobs::component::{AnimationToProcess, Animations, FrameSlot, LayerWeights, RigRef, SamplingCursors, SkinRef};
+use sinew_jobs::component::{
+    AnimationToProcess, Animations, FrameSlot, LayerWeights, RigRef, SamplingCursors, SkinRef,
+};
 use sinew_jobs::frame::{ModelPoses, PaletteEntry};
 use sinew_jobs::import::import_gltf;
 use sinew_jobs::j8_remap_cache::RemapTable;
@@ -49,12 +51,28 @@ pub struct FoxAssets {
 pub fn load_fox(path: &Path) -> Result<FoxAssets, String> {
     let registry = AssetRegistry::new();
     let scene = import_gltf(path, &registry).map_err(|e| format!("{}: {e}", path.display()))?;
-    let find = |name: &str| scene.clips.iter().find(|c| c.name() == name).cloned().ok_or_else(|| format!("{}: no clip '{name}'", path.display()));
-    let mesh = scene.meshes.first().map(|m| m.skinned_mesh.clone()).ok_or_else(|| format!("{}: no skinned mesh", path.display()))?;
+    let find = |name: &str| {
+        scene
+            .clips
+            .iter()
+            .find(|c| c.name() == name)
+            .cloned()
+            .ok_or_else(|| format!("{}: no clip '{name}'", path.display()))
+    };
+    let mesh = scene
+        .meshes
+        .first()
+        .map(|m| m.skinned_mesh.clone())
+        .ok_or_else(|| format!("{}: no skinned mesh", path.display()))?;
     // ozz-animation samples LINEAR rotations with nlerp; the workload follows it (glTF's own
     // rule, slerp, lands about 5e-3 away from ozz's palette checksum).
     let nlerp = |c: Arc<Clip>| Arc::new(c.with_linear_rotation(LinearRotation::Nlerp));
-    Ok(FoxAssets { rig: scene.rig.clone(), walk: nlerp(find("Walk")?), run: nlerp(find("Run")?), mesh })
+    Ok(FoxAssets {
+        rig: scene.rig.clone(),
+        walk: nlerp(find("Walk")?),
+        run: nlerp(find("Run")?),
+        mesh,
+    })
 }
 
 /// The workload's times of character `i` at frame `f`: `(time_A, time_B)`.
@@ -90,15 +108,29 @@ pub fn setup(fox: &FoxAssets, n: usize) -> Result<(Store, Animator), String> {
         }))
         .map_err(|e| e.to_string())?;
     store.insert_resource(WorkloadFrame(0));
-    let (dur_a, dur_b) = (f64::from(fox.walk.duration()), f64::from(fox.run.duration()));
-    let config = PipelineConfig { advance_clocks: false, ..PipelineConfig::default() };
+    let (dur_a, dur_b) = (
+        f64::from(fox.walk.duration()),
+        f64::from(fox.run.duration()),
+    );
+    let config = PipelineConfig {
+        advance_clocks: false,
+        ..PipelineConfig::default()
+    };
     let animator = Animator::with(&mut store, config, |b, nodes| {
         let clock = b.add_node(FnNode::new(
             "workload clock",
-            Access::new().read::<WorkloadFrame>().read::<Phase>().write::<Animations>(),
+            Access::new()
+                .read::<WorkloadFrame>()
+                .read::<Phase>()
+                .write::<Animations>(),
             move |ctx| {
-                let f = ctx.resource::<WorkloadFrame>().map_err(NodeError::from_error)?.0;
-                let mut q = ctx.query::<(&Phase, &mut Animations)>().map_err(NodeError::from_error)?;
+                let f = ctx
+                    .resource::<WorkloadFrame>()
+                    .map_err(NodeError::from_error)?
+                    .0;
+                let mut q = ctx
+                    .query::<(&Phase, &mut Animations)>()
+                    .map_err(NodeError::from_error)?;
                 q.par_for_each_chunk(|chunk| {
                     let (phases, anims) = chunk.into_columns();
                     for (p, a) in phases.iter().zip(anims.iter_mut()) {
@@ -122,11 +154,18 @@ pub fn setup(fox: &FoxAssets, n: usize) -> Result<(Store, Animator), String> {
 ///
 /// # Errors
 /// The frame's error as text.
-pub fn run_frame(store: &mut Store, animator: &mut Animator, f: u64, palette: &mut [PaletteEntry]) -> Result<(), String> {
+pub fn run_frame(
+    store: &mut Store,
+    animator: &mut Animator,
+    f: u64,
+    palette: &mut [PaletteEntry],
+) -> Result<(), String> {
     if let Ok(fr) = store.resource_mut::<WorkloadFrame>() {
         fr.0 = f;
     }
-    animator.run_frame_into(store, DT as f32, palette).map_err(|e| e.to_string())
+    animator
+        .run_frame_into(store, DT as f32, palette)
+        .map_err(|e| e.to_string())
 }
 
 /// WORKLOAD.md's checksums over characters 0..3 (4x4 matrices, as ozz writes them):
@@ -135,7 +174,10 @@ pub fn checksums(store: &Store, fox: &FoxAssets, palette: &[PaletteEntry]) -> (f
     let joints = fox.mesh.bone_count();
     let table = RemapTable::build(&fox.rig, &fox.mesh);
     let bones = fox.rig.bone_count();
-    let model = store.resource::<ModelPoses>().map(|m| m.0.as_slice()).unwrap_or(&[]);
+    let model = store
+        .resource::<ModelPoses>()
+        .map(|m| m.0.as_slice())
+        .unwrap_or(&[]);
     let mut pal = 0.0f64;
     let mut mdl = 0.0f64;
     for c in 0..4usize {
@@ -143,7 +185,11 @@ pub fn checksums(store: &Store, fox: &FoxAssets, palette: &[PaletteEntry]) -> (f
             if let Some(p) = palette.get(c * joints + j) {
                 pal += p.iter().map(|&x| f64::from(x)).sum::<f64>() + 1.0; // + the row (0 0 0 1)
             }
-            if let Some(m) = table.mesh_to_rig.get(j).and_then(|&r| model.get(c * bones + r as usize)) {
+            if let Some(m) = table
+                .mesh_to_rig
+                .get(j)
+                .and_then(|&r| model.get(c * bones + r as usize))
+            {
                 mdl += m.to_cols_array().iter().map(|&x| f64::from(x)).sum::<f64>() + 1.0;
             }
         }

@@ -5,7 +5,13 @@ use sinew_jobs::builtin::{RUN_SPEED, WALK_SPEED};
 use std::path::PathBuf;
 
 fn opts(count: usize, frames: usize) -> CrowdOptions {
-    CrowdOptions { count, frames, threads: 2, progress: false, ..CrowdOptions::default() }
+    CrowdOptions {
+        count,
+        frames,
+        threads: 2,
+        progress: false,
+        ..CrowdOptions::default()
+    }
 }
 
 #[test]
@@ -22,12 +28,26 @@ fn summary_reports_every_job_events_and_root_motion() {
     assert!(s.events_fired >= 2 * 40, "{} footsteps", s.events_fired);
     // Speeds are drawn in [1, 4] m/s: the mean distance over 2 s lies in [2, 8] m, and the
     // root motion of walk (1.4 m/s) and run (3.5 m/s) bounds it too.
-    assert!(s.mean_distance > 2.0 * WALK_SPEED.min(1.0) && s.mean_distance < 2.0 * RUN_SPEED * 1.2, "{}", s.mean_distance);
+    assert!(
+        s.mean_distance > 2.0 * WALK_SPEED.min(1.0) && s.mean_distance < 2.0 * RUN_SPEED * 1.2,
+        "{}",
+        s.mean_distance
+    );
     assert!(s.palette_checksum.is_finite());
-    assert!(s.frame_median > std::time::Duration::ZERO && s.frame_min <= s.frame_median && s.frame_median <= s.frame_max);
+    assert!(
+        s.frame_median > std::time::Duration::ZERO
+            && s.frame_min <= s.frame_median
+            && s.frame_median <= s.frame_max
+    );
     assert!(s.state_bytes_per_character > 100 && s.frame_bytes_per_character > 45 * 48);
     let text = format_summary(&s);
-    for needle in ["frame time", "events fired", "M bones/s", "per character", "4 sample + blend"] {
+    for needle in [
+        "frame time",
+        "events fired",
+        "M bones/s",
+        "per character",
+        "4 sample + blend",
+    ] {
         assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
     }
     let json = s.to_json();
@@ -37,7 +57,11 @@ fn summary_reports_every_job_events_and_root_motion() {
 
 #[test]
 fn churn_respawns_the_asked_share_every_second() {
-    let s = run_crowd(&CrowdOptions { churn: 0.1, ..opts(50, 130) }).unwrap();
+    let s = run_crowd(&CrowdOptions {
+        churn: 0.1,
+        ..opts(50, 130)
+    })
+    .unwrap();
     // Frames 60 and 120 churn 5 characters each.
     assert_eq!(s.churned, 10);
     assert_eq!(s.count, 50);
@@ -45,11 +69,27 @@ fn churn_respawns_the_asked_share_every_second() {
 
 #[test]
 fn a_gltf_model_can_be_crowded() {
-    let fox = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/assets/gltf/Fox.glb"));
-    let s = run_crowd(&CrowdOptions { gltf: Some(fox.clone()), clip: Some("Run".into()), ..opts(10, 5) }).unwrap();
+    let fox = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/assets/gltf/Fox.glb"
+    ));
+    let s = run_crowd(&CrowdOptions {
+        gltf: Some(fox.clone()),
+        clip: Some("Run".into()),
+        ..opts(10, 5)
+    })
+    .unwrap();
     assert_eq!(s.palette_per_character, 24);
-    let err = run_crowd(&CrowdOptions { gltf: Some(fox), clip: Some("Dance".into()), ..opts(10, 5) }).unwrap_err();
-    assert!(err.contains("no clip 'Dance'") && err.contains("Walk"), "{err}");
+    let err = run_crowd(&CrowdOptions {
+        gltf: Some(fox),
+        clip: Some("Dance".into()),
+        ..opts(10, 5)
+    })
+    .unwrap_err();
+    assert!(
+        err.contains("no clip 'Dance'") && err.contains("Walk"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -57,8 +97,20 @@ fn bad_options_and_files_are_one_line_errors() {
     for (o, needle) in [
         (opts(0, 10), "--count"),
         (opts(10, 0), "--frames"),
-        (CrowdOptions { churn: 1.5, ..opts(10, 10) }, "--churn"),
-        (CrowdOptions { gltf: Some("/nonexistent/x.glb".into()), ..opts(10, 10) }, "/nonexistent/x.glb"),
+        (
+            CrowdOptions {
+                churn: 1.5,
+                ..opts(10, 10)
+            },
+            "--churn",
+        ),
+        (
+            CrowdOptions {
+                gltf: Some("/nonexistent/x.glb".into()),
+                ..opts(10, 10)
+            },
+            "/nonexistent/x.glb",
+        ),
     ] {
         let e = run_crowd(&o).unwrap_err();
         assert!(e.contains(needle) && !e.contains('\n'), "{e}");

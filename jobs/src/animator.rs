@@ -47,7 +47,10 @@ impl Animator {
         let mut builder = GraphBuilder::new();
         let nodes = register(&mut builder, config)?;
         extend(&mut builder, &nodes);
-        Ok(Self { graph: builder.build()?, nodes })
+        Ok(Self {
+            graph: builder.build()?,
+            nodes,
+        })
     }
 
     /// Runs one frame (`dt` seconds after the previous one); palettes go to the store's
@@ -67,7 +70,12 @@ impl Animator {
     ///
     /// # Errors
     /// [`FrameError`] naming the node that failed (the skinning node when the slice is short).
-    pub fn run_frame_into(&mut self, store: &mut Store, dt: f32, palette: &mut [PaletteEntry]) -> Result<(), FrameError> {
+    pub fn run_frame_into(
+        &mut self,
+        store: &mut Store,
+        dt: f32,
+        palette: &mut [PaletteEntry],
+    ) -> Result<(), FrameError> {
         set_dt(store, dt);
         let graph = &mut self.graph;
         let r = store.with_scoped_slice(palette, |store| graph.run(store));
@@ -77,12 +85,16 @@ impl Animator {
 
     /// Palette entries the last frame produced (the total over the crowd).
     pub fn palette_len(&self, store: &Store) -> usize {
-        store.resource::<crate::frame::FrameOffsets>().map_or(0, |o| o.total.palette as usize)
+        store
+            .resource::<crate::frame::FrameOffsets>()
+            .map_or(0, |o| o.total.palette as usize)
     }
 
     /// The palettes of the last [`Animator::run_frame`].
     pub fn palettes<'s>(&self, store: &'s Store) -> &'s [PaletteEntry] {
-        store.resource::<PaletteBuffer>().map_or(&[], |p| p.0.as_slice())
+        store
+            .resource::<PaletteBuffer>()
+            .map_or(&[], |p| p.0.as_slice())
     }
 
     /// Per-node timings of the last frame.

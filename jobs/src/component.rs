@@ -54,7 +54,17 @@ pub struct AnimationToProcess {
 impl AnimationToProcess {
     /// An override animation on layer 0 with weight 1, speed 1, time 0.
     pub fn new(clip: Arc<Clip>) -> Self {
-        Self { clip, time: 0.0, previous_time: 0.0, speed: 1.0, weight: 1.0, layer: 0, blend: BlendMode::Override, mask: None, looping: None }
+        Self {
+            clip,
+            time: 0.0,
+            previous_time: 0.0,
+            speed: 1.0,
+            weight: 1.0,
+            layer: 0,
+            blend: BlendMode::Override,
+            mask: None,
+            looping: None,
+        }
     }
     /// Sets time (and previous time) in seconds.
     pub fn at(mut self, time: f32) -> Self {
@@ -85,7 +95,8 @@ impl AnimationToProcess {
     }
     /// The clip time this animation samples at its current time.
     pub fn clip_time(&self) -> f32 {
-        self.clip.wrap_time_as(self.time, self.looping.unwrap_or(self.clip.looping()))
+        self.clip
+            .wrap_time_as(self.time, self.looping.unwrap_or(self.clip.looping()))
     }
     /// Sets the mask.
     pub fn mask(mut self, mask: Arc<AvatarMask>) -> Self {
@@ -168,7 +179,10 @@ pub struct SkinRef {
 impl SkinRef {
     /// A mesh skinned in entity space.
     pub fn new(mesh: Arc<SkinnedMesh>) -> Self {
-        Self { mesh, root_bone: None }
+        Self {
+            mesh,
+            root_bone: None,
+        }
     }
 }
 
@@ -191,7 +205,12 @@ pub struct RootMotion {
 
 impl Default for RootMotion {
     fn default() -> Self {
-        Self { apply: true, delta_translation: Vec3::ZERO, delta_rotation: Quat::IDENTITY, velocity: Vec3::ZERO }
+        Self {
+            apply: true,
+            delta_translation: Vec3::ZERO,
+            delta_rotation: Quat::IDENTITY,
+            velocity: Vec3::ZERO,
+        }
     }
 }
 
@@ -272,5 +291,11 @@ pub type AnimatedBundle = (RigRef, Animations, LayerWeights, FrameSlot, Sampling
 
 /// Builds an [`AnimatedBundle`].
 pub fn animated(rig: Arc<Rig>, animations: Vec<AnimationToProcess>) -> AnimatedBundle {
-    (RigRef(rig), Animations::new(animations), LayerWeights::default(), FrameSlot::default(), SamplingCursors::default())
+    (
+        RigRef(rig),
+        Animations::new(animations),
+        LayerWeights::default(),
+        FrameSlot::default(),
+        SamplingCursors::default(),
+    )
 }

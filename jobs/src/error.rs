@@ -83,26 +83,61 @@ pub enum JobError {
 impl fmt::Display for JobError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::LengthMismatch { job, buffer, expected, actual } => {
-                write!(f, "{job}: buffer '{buffer}' has {actual} entries, expected {expected}")
+            Self::LengthMismatch {
+                job,
+                buffer,
+                expected,
+                actual,
+            } => {
+                write!(
+                    f,
+                    "{job}: buffer '{buffer}' has {actual} entries, expected {expected}"
+                )
             }
             Self::ClipRigMismatch { entity, clip } => {
-                write!(f, "entity {entity:?}: clip '{clip}' was baked for another rig")
+                write!(
+                    f,
+                    "entity {entity:?}: clip '{clip}' was baked for another rig"
+                )
             }
             Self::MaskRigMismatch { entity, mask } => {
-                write!(f, "entity {entity:?}: mask '{mask}' was baked for another rig")
+                write!(
+                    f,
+                    "entity {entity:?}: mask '{mask}' was baked for another rig"
+                )
             }
-            Self::BadAnimation { entity, animation, reason } => {
+            Self::BadAnimation {
+                entity,
+                animation,
+                reason,
+            } => {
                 write!(f, "entity {entity:?}: animation {animation}: {reason}")
             }
-            Self::BadLayer { entity, layer, reason } => write!(f, "entity {entity:?}: layer {layer}: {reason}"),
-            Self::BoneOutOfRange { job, entity, bone, bone_count } => {
-                write!(f, "{job}: entity {entity:?}: bone {bone} out of range ({bone_count} bones)")
+            Self::BadLayer {
+                entity,
+                layer,
+                reason,
+            } => write!(f, "entity {entity:?}: layer {layer}: {reason}"),
+            Self::BoneOutOfRange {
+                job,
+                entity,
+                bone,
+                bone_count,
+            } => {
+                write!(
+                    f,
+                    "{job}: entity {entity:?}: bone {bone} out of range ({bone_count} bones)"
+                )
             }
             Self::MissingRemap { entity, mesh } => {
-                write!(f, "skinning: entity {entity:?}: no remap table for mesh '{mesh}' (did the remap-cache job run?)")
+                write!(
+                    f,
+                    "skinning: entity {entity:?}: no remap table for mesh '{mesh}' (did the remap-cache job run?)"
+                )
             }
-            Self::NotFinite { job, entity, what } => write!(f, "{job}: entity {entity:?}: {what} is not finite"),
+            Self::NotFinite { job, entity, what } => {
+                write!(f, "{job}: entity {entity:?}: {what} is not finite")
+            }
         }
     }
 }
@@ -110,6 +145,20 @@ impl fmt::Display for JobError {
 impl std::error::Error for JobError {}
 
 /// Checks that `buffer` has `expected` entries.
-pub(crate) fn check_len(job: &'static str, buffer: &'static str, expected: usize, actual: usize) -> Result<(), JobError> {
-    if expected == actual { Ok(()) } else { Err(JobError::LengthMismatch { job, buffer, expected, actual }) }
+pub(crate) fn check_len(
+    job: &'static str,
+    buffer: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Result<(), JobError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(JobError::LengthMismatch {
+            job,
+            buffer,
+            expected,
+            actual,
+        })
+    }
 }

@@ -75,7 +75,10 @@ pub type PaletteEntry = [f32; 12];
 
 /// Cuts `buf` into consecutive pieces of the given lengths (the rest, if any, is dropped).
 /// Returns `None` when the lengths add up to more than `buf.len()`.
-pub fn split_lengths<'a, T>(mut buf: &'a mut [T], lengths: impl IntoIterator<Item = usize>) -> Option<Vec<&'a mut [T]>> {
+pub fn split_lengths<'a, T>(
+    mut buf: &'a mut [T],
+    lengths: impl IntoIterator<Item = usize>,
+) -> Option<Vec<&'a mut [T]>> {
     let lengths = lengths.into_iter();
     let mut out = Vec::with_capacity(lengths.size_hint().0);
     for n in lengths {
@@ -121,7 +124,10 @@ mod tests {
 
 /// Cuts `buf` into the pieces `ranges` (half-open, increasing, non-overlapping; gaps between
 /// them are skipped). Returns `None` when the ranges are out of order or run past the end.
-pub fn split_ranges<'a, T>(buf: &'a mut [T], ranges: &[(usize, usize)]) -> Option<Vec<&'a mut [T]>> {
+pub fn split_ranges<'a, T>(
+    buf: &'a mut [T],
+    ranges: &[(usize, usize)],
+) -> Option<Vec<&'a mut [T]>> {
     let mut lengths = Vec::with_capacity(ranges.len() * 2);
     let mut cursor = 0usize;
     for &(a, b) in ranges {

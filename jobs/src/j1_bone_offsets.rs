@@ -54,41 +54,77 @@ impl BoneOffsetsJob<'_> {
     pub fn run(&mut self) {
         for i in 0..self.counts.len() {
             let bones = self.rigs.get(i).map_or(0, |r| r.0.bone_count() as u32);
-            let palette = self.skins.and_then(|s| s.get(i)).map_or(0, |s| s.mesh.bone_count() as u32);
+            let palette = self
+                .skins
+                .and_then(|s| s.get(i))
+                .map_or(0, |s| s.mesh.bone_count() as u32);
             let spans = self.animations.get(i).map_or(0, |a| {
-                a.as_slice().iter().map(|x| x.clip.timelines().len() as u32).sum()
+                a.as_slice()
+                    .iter()
+                    .map(|x| x.clip.timelines().len() as u32)
+                    .sum()
             });
-            self.counts[i] = EntityCounts { bones, palette, spans };
+            self.counts[i] = EntityCounts {
+                bones,
+                palette,
+                spans,
+            };
         }
     }
 }
 
 /// Validates one entity's animations against its rig.
-pub(crate) fn validate_animations(entity: Entity, rig: &RigRef, animations: &Animations) -> Result<(), JobError> {
+pub(crate) fn validate_animations(
+    entity: Entity,
+    rig: &RigRef,
+    animations: &Animations,
+) -> Result<(), JobError> {
     let rig_hash = rig.0.content_hash();
     let mut layer_mode: [Option<BlendMode>; MAX_LAYERS] = [None; MAX_LAYERS];
     for (k, a) in animations.as_slice().iter().enumerate() {
         if a.clip.rig_hash() != rig_hash {
-            return Err(JobError::ClipRigMismatch { entity, clip: a.clip.name().to_string() });
+            return Err(JobError::ClipRigMismatch {
+                entity,
+                clip: a.clip.name().to_string(),
+            });
         }
         if let Some(m) = &a.mask {
             if m.rig_hash() != rig_hash {
-                return Err(JobError::MaskRigMismatch { entity, mask: m.name().to_string() });
+                return Err(JobError::MaskRigMismatch {
+                    entity,
+                    mask: m.name().to_string(),
+                });
             }
         }
         if !a.weight.is_finite() || a.weight < 0.0 {
-            return Err(JobError::BadAnimation { entity, animation: k, reason: format!("weight {} must be finite and >= 0", a.weight) });
+            return Err(JobError::BadAnimation {
+                entity,
+                animation: k,
+                reason: format!("weight {} must be finite and >= 0", a.weight),
+            });
         }
         if !a.time.is_finite() || !a.previous_time.is_finite() || !a.speed.is_finite() {
-            return Err(JobError::BadAnimation { entity, animation: k, reason: "time, previous time and speed must be finite".into() });
+            return Err(JobError::BadAnimation {
+                entity,
+                animation: k,
+                reason: "time, previous time and speed must be finite".into(),
+            });
         }
         let layer = usize::from(a.layer);
         let Some(slot) = layer_mode.get_mut(layer) else {
-            return Err(JobError::BadLayer { entity, layer, reason: format!("at most {MAX_LAYERS} layers") });
+            return Err(JobError::BadLayer {
+                entity,
+                layer,
+                reason: format!("at most {MAX_LAYERS} layers"),
+            });
         };
         match slot {
             Some(mode) if *mode != a.blend => {
-                return Err(JobError::BadLayer { entity, layer, reason: "mixes override and additive animations".into() });
+                return Err(JobError::BadLayer {
+                    entity,
+                    layer,
+                    reason: "mixes override and additive animations".into(),
+                });
             }
             _ => *slot = Some(a.blend),
         }
@@ -96,7 +132,10 @@ pub(crate) fn validate_animations(entity: Entity, rig: &RigRef, animations: &Ani
             return Err(JobError::BadLayer {
                 entity,
                 layer,
-                reason: format!("clip '{}' plays additive but was baked without an additive reference", a.clip.name()),
+                reason: format!(
+                    "clip '{}' plays additive but was baked without an additive reference",
+                    a.clip.name()
+                ),
             });
         }
     }

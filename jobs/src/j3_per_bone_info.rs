@@ -26,11 +26,21 @@ impl PerBoneInfoJob<'_> {
     /// [`JobError::LengthMismatch`] when counts and offsets differ in length, the table's
     /// length is not the bone total, or an offset does not follow from the counts.
     pub fn validate(&self) -> Result<(), JobError> {
-        check_len("per-bone info", "offsets", self.counts.len(), self.offsets.len())?;
+        check_len(
+            "per-bone info",
+            "offsets",
+            self.counts.len(),
+            self.offsets.len(),
+        )?;
         let mut acc = 0usize;
         for (i, (c, o)) in self.counts.iter().zip(self.offsets).enumerate() {
             if o.bones as usize != acc {
-                return Err(JobError::LengthMismatch { job: "per-bone info", buffer: "offsets", expected: acc, actual: i });
+                return Err(JobError::LengthMismatch {
+                    job: "per-bone info",
+                    buffer: "offsets",
+                    expected: acc,
+                    actual: i,
+                });
             }
             acc += c.bones as usize;
         }
@@ -60,23 +70,34 @@ impl PerBoneInfoJob<'_> {
             .iter()
             .map(|&(a, b)| {
                 let begin = offsets.get(a).map_or(0, |o| o.bones as usize);
-                let end = offsets.get(b - 1).zip(counts.get(b - 1)).map_or(begin, |(o, c)| (o.bones + c.bones) as usize);
+                let end = offsets
+                    .get(b - 1)
+                    .zip(counts.get(b - 1))
+                    .map_or(begin, |(o, c)| (o.bones + c.bones) as usize);
                 (begin, end)
             })
             .collect();
-        let Some(pieces) = crate::frame::split_ranges(self.table, &ranges) else { return };
-        pieces.into_par_iter().zip(groups).for_each(|(out, (a, b))| {
-            let mut k = 0;
-            for e in a..b {
-                let n = counts.get(e).map_or(0, |c| c.bones);
-                for bone in 0..n {
-                    if let Some(slot) = out.get_mut(k) {
-                        *slot = BoneSlot { entity: e as u32, bone };
+        let Some(pieces) = crate::frame::split_ranges(self.table, &ranges) else {
+            return;
+        };
+        pieces
+            .into_par_iter()
+            .zip(groups)
+            .for_each(|(out, (a, b))| {
+                let mut k = 0;
+                for e in a..b {
+                    let n = counts.get(e).map_or(0, |c| c.bones);
+                    for bone in 0..n {
+                        if let Some(slot) = out.get_mut(k) {
+                            *slot = BoneSlot {
+                                entity: e as u32,
+                                bone,
+                            };
+                        }
+                        k += 1;
                     }
-                    k += 1;
                 }
-            }
-        });
+            });
     }
 }
 
@@ -88,11 +109,19 @@ mod tests {
     #[test]
     fn hand_computed_table_with_an_empty_entity() {
         // entities: 0 has 2 bones, 1 has none, 2 has 3 bones
-        let counts = [2, 0, 3].map(|b| EntityCounts { bones: b, palette: 0, spans: 0 });
+        let counts = [2, 0, 3].map(|b| EntityCounts {
+            bones: b,
+            palette: 0,
+            spans: 0,
+        });
         let mut offsets = [EntityCounts::default(); 3];
         scan_sequential(&counts, &mut offsets, EntityCounts::default());
         let mut table = [BoneSlot::default(); 5];
-        let mut job = PerBoneInfoJob { counts: &counts, offsets: &offsets, table: &mut table };
+        let mut job = PerBoneInfoJob {
+            counts: &counts,
+            offsets: &offsets,
+            table: &mut table,
+        };
         job.validate().unwrap();
         job.run();
         let got: Vec<(u32, u32)> = table.iter().map(|s| (s.entity, s.bone)).collect();
@@ -101,17 +130,33 @@ mod tests {
 
     #[test]
     fn many_entities_across_pieces() {
-        let counts: Vec<EntityCounts> = (0..3000u32).map(|i| EntityCounts { bones: i % 5, palette: 0, spans: 0 }).collect();
+        let counts: Vec<EntityCounts> = (0..3000u32)
+            .map(|i| EntityCounts {
+                bones: i % 5,
+                palette: 0,
+                spans: 0,
+            })
+            .collect();
         let mut offsets = vec![EntityCounts::default(); counts.len()];
         let total = scan_sequential(&counts, &mut offsets, EntityCounts::default());
         let mut table = vec![BoneSlot::default(); total.bones as usize];
-        let mut job = PerBoneInfoJob { counts: &counts, offsets: &offsets, table: &mut table };
+        let mut job = PerBoneInfoJob {
+            counts: &counts,
+            offsets: &offsets,
+            table: &mut table,
+        };
         job.validate().unwrap();
         job.run();
         let mut k = 0;
         for (e, c) in counts.iter().enumerate() {
             for b in 0..c.bones {
-                assert_eq!(table[k], BoneSlot { entity: e as u32, bone: b });
+                assert_eq!(
+                    table[k],
+                    BoneSlot {
+                        entity: e as u32,
+                        bone: b
+                    }
+                );
                 k += 1;
             }
         }
@@ -119,16 +164,52 @@ mod tests {
 
     #[test]
     fn empty_crowd_and_bad_bindings() {
-        let mut job = PerBoneInfoJob { counts: &[], offsets: &[], table: &mut [] };
+        let mut job = PerBoneInfoJob {
+            counts: &[],
+            offsets: &[],
+            table: &mut [],
+        };
         job.validate().unwrap();
         job.run();
-        let counts = [EntityCounts { bones: 2, palette: 0, spans: 0 }];
+        let counts = [EntityCounts {
+            bones: 2,
+            palette: 0,
+            spans: 0,
+        }];
         let offsets = [EntityCounts::default()];
         let mut short = [BoneSlot::default(); 1];
-        assert!(PerBoneInfoJob { counts: &counts, offsets: &offsets, table: &mut short }.validate().is_err());
-        let wrong = [EntityCounts { bones: 1, palette: 0, spans: 0 }];
+        assert!(
+            PerBoneInfoJob {
+                counts: &counts,
+                offsets: &offsets,
+                table: &mut short
+            }
+            .validate()
+            .is_err()
+        );
+        let wrong = [EntityCounts {
+            bones: 1,
+            palette: 0,
+            spans: 0,
+        }];
         let mut t2 = [BoneSlot::default(); 2];
-        assert!(PerBoneInfoJob { counts: &counts, offsets: &wrong, table: &mut t2 }.validate().is_err());
-        assert!(PerBoneInfoJob { counts: &counts, offsets: &[], table: &mut t2 }.validate().is_err());
+        assert!(
+            PerBoneInfoJob {
+                counts: &counts,
+                offsets: &wrong,
+                table: &mut t2
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            PerBoneInfoJob {
+                counts: &counts,
+                offsets: &[],
+                table: &mut t2
+            }
+            .validate()
+            .is_err()
+        );
     }
 }

@@ -12,9 +12,9 @@
 //! as unit quaternions.
 
 use crate::asset::{KeySpan, Rig, Transform};
-use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 #[cfg(doc)]
 use crate::component::SAMPLING_BATCH;
+use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 use crate::error::{JobError, check_len};
 use crate::frame::BoneSlot;
 use crate::math::{LayerSum, PoseAccumulator, additive_apply};
@@ -37,15 +37,23 @@ impl EntitySampling<'_> {
     /// Whether every animation is an unmasked override on one layer (the fast path).
     #[inline]
     pub fn single_override_layer(&self) -> bool {
-        let Some(first) = self.animations.first() else { return false };
-        self.animations.iter().all(|a| a.layer == first.layer && a.blend == BlendMode::Override && a.mask.is_none())
+        let Some(first) = self.animations.first() else {
+            return false;
+        };
+        self.animations
+            .iter()
+            .all(|a| a.layer == first.layer && a.blend == BlendMode::Override && a.mask.is_none())
     }
 }
 
 /// Phase one, per entity: wraps each animation's time and locates its keys on every timeline
 /// of its clip, writing `Σ timelines` spans (animation order, then timeline order) and
 /// updating the cursors.
-pub fn resolve_spans(animations: &[AnimationToProcess], cursors: &mut SamplingCursors, spans: &mut [KeySpan]) {
+pub fn resolve_spans(
+    animations: &[AnimationToProcess],
+    cursors: &mut SamplingCursors,
+    spans: &mut [KeySpan],
+) {
     let needed: usize = animations.iter().map(|a| a.clip.timelines().len()).sum();
     if cursors.0.len() != needed {
         cursors.0.clear();
@@ -96,12 +104,26 @@ impl SampleBlendJob<'_> {
         for e in self.entities.iter().flatten() {
             let need: usize = e.animations.iter().map(|a| a.clip.timelines().len()).sum();
             if e.span_offset as usize + need > self.spans.len() {
-                return Err(JobError::LengthMismatch { job: "sampling", buffer: "spans", expected: e.span_offset as usize + need, actual: self.spans.len() });
+                return Err(JobError::LengthMismatch {
+                    job: "sampling",
+                    buffer: "spans",
+                    expected: e.span_offset as usize + need,
+                    actual: self.spans.len(),
+                });
             }
         }
         for s in self.table {
-            let Some(e) = self.entities.get(s.entity as usize).and_then(Option::as_ref) else {
-                return Err(JobError::LengthMismatch { job: "sampling", buffer: "entities", expected: s.entity as usize + 1, actual: self.entities.len() });
+            let Some(e) = self
+                .entities
+                .get(s.entity as usize)
+                .and_then(Option::as_ref)
+            else {
+                return Err(JobError::LengthMismatch {
+                    job: "sampling",
+                    buffer: "entities",
+                    expected: s.entity as usize + 1,
+                    actual: self.entities.len(),
+                });
             };
             if s.bone as usize >= e.rig.bone_count() {
                 return Err(JobError::BoneOutOfRange {
@@ -119,18 +141,21 @@ impl SampleBlendJob<'_> {
     pub fn run(&mut self) {
         let batch = self.batch.max(1);
         let (entities, table, spans) = (self.entities, self.table, self.spans);
-        self.out.par_chunks_mut(batch).zip(table.par_chunks(batch)).for_each(|(out, slots)| {
-            // The fast-path test is per entity: redo it only when the entity changes.
-            let mut current = (u32::MAX, false);
-            for (o, s) in out.iter_mut().zip(slots) {
-                if let Some(Some(e)) = entities.get(s.entity as usize) {
-                    if current.0 != s.entity {
-                        current = (s.entity, e.single_override_layer());
+        self.out
+            .par_chunks_mut(batch)
+            .zip(table.par_chunks(batch))
+            .for_each(|(out, slots)| {
+                // The fast-path test is per entity: redo it only when the entity changes.
+                let mut current = (u32::MAX, false);
+                for (o, s) in out.iter_mut().zip(slots) {
+                    if let Some(Some(e)) = entities.get(s.entity as usize) {
+                        if current.0 != s.entity {
+                            current = (s.entity, e.single_override_layer());
+                        }
+                        *o = sample_blend_bone_with(e, spans, s.bone as usize, current.1);
                     }
-                    *o = sample_blend_bone_with(e, spans, s.bone as usize, current.1);
                 }
-            }
-        });
+            });
     }
 }
 
@@ -138,18 +163,29 @@ impl SampleBlendJob<'_> {
 /// layer. Returns `None` otherwise. Computes exactly what the general path computes
 /// (the same sums in the same order).
 #[inline(always)]
-fn single_override_layer(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize, rest: &Transform) -> Option<Transform> {
+fn single_override_layer(
+    e: &EntitySampling<'_>,
+    spans: &[KeySpan],
+    bone: usize,
+    rest: &Transform,
+) -> Option<Transform> {
     let layer = e.animations.first()?.layer;
     let mut sum = LayerSum::EMPTY;
     let mut span_base = 0usize;
     for a in e.animations {
         if a.weight > 0.0 {
-            let pose = a.clip.sample_bone_at(bone, spans.get(span_base..).unwrap_or(&[]), rest);
+            let pose = a
+                .clip
+                .sample_bone_at(bone, spans.get(span_base..).unwrap_or(&[]), rest);
             sum.add(&pose, a.weight);
         }
         span_base += a.clip.timelines().len();
     }
-    let layer_weight = e.layer_weights.get(usize::from(layer)).copied().unwrap_or(0.0);
+    let layer_weight = e
+        .layer_weights
+        .get(usize::from(layer))
+        .copied()
+        .unwrap_or(0.0);
     let mut acc = PoseAccumulator::EMPTY;
     acc.blend_layer(&sum, (layer_weight * sum.weight.min(1.0)).clamp(0.0, 1.0));
     Some(acc.finish(rest))
@@ -163,8 +199,18 @@ pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize)
 
 /// [`sample_blend_bone`] with the entity's fast-path test done by the caller (once per batch).
 #[inline(always)]
-pub fn sample_blend_bone_with(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize, simple: bool) -> Transform {
-    let rest = e.rig.rest_pose().get(bone).copied().unwrap_or(Transform::IDENTITY);
+pub fn sample_blend_bone_with(
+    e: &EntitySampling<'_>,
+    spans: &[KeySpan],
+    bone: usize,
+    simple: bool,
+) -> Transform {
+    let rest = e
+        .rig
+        .rest_pose()
+        .get(bone)
+        .copied()
+        .unwrap_or(Transform::IDENTITY);
     let anims = e.animations;
     if anims.is_empty() {
         return rest;
@@ -182,7 +228,11 @@ pub fn sample_blend_bone_with(e: &EntitySampling<'_>, spans: &[KeySpan], bone: u
     while i < anims.len() {
         let layer = anims[i].layer;
         let blend = anims[i].blend;
-        let layer_weight = e.layer_weights.get(usize::from(layer)).copied().unwrap_or(0.0);
+        let layer_weight = e
+            .layer_weights
+            .get(usize::from(layer))
+            .copied()
+            .unwrap_or(0.0);
         let mut j = i;
         match blend {
             BlendMode::Override => {
@@ -192,7 +242,11 @@ pub fn sample_blend_bone_with(e: &EntitySampling<'_>, spans: &[KeySpan], bone: u
                     let n_tl = a.clip.timelines().len();
                     let w = a.weight * a.mask.as_ref().map_or(1.0, |m| m.weight(bone));
                     if w > 0.0 {
-                        let pose = a.clip.sample_bone_at(bone, spans.get(span_base..).unwrap_or(&[]), &rest);
+                        let pose = a.clip.sample_bone_at(
+                            bone,
+                            spans.get(span_base..).unwrap_or(&[]),
+                            &rest,
+                        );
                         sum.add(&pose, w);
                     }
                     span_base += n_tl;
@@ -207,10 +261,20 @@ pub fn sample_blend_bone_with(e: &EntitySampling<'_>, spans: &[KeySpan], bone: u
                 while j < anims.len() && anims[j].layer == layer {
                     let a = &anims[j];
                     let n_tl = a.clip.timelines().len();
-                    let w = layer_weight * a.weight * a.mask.as_ref().map_or(1.0, |m| m.weight(bone));
+                    let w =
+                        layer_weight * a.weight * a.mask.as_ref().map_or(1.0, |m| m.weight(bone));
                     if w > 0.0 {
-                        let sample = a.clip.sample_bone_at(bone, spans.get(span_base..).unwrap_or(&[]), &rest);
-                        let reference = a.clip.additive_reference().and_then(|r| r.get(bone)).copied().unwrap_or(rest);
+                        let sample = a.clip.sample_bone_at(
+                            bone,
+                            spans.get(span_base..).unwrap_or(&[]),
+                            &rest,
+                        );
+                        let reference = a
+                            .clip
+                            .additive_reference()
+                            .and_then(|r| r.get(bone))
+                            .copied()
+                            .unwrap_or(rest);
                         let base = pose.unwrap_or_else(|| acc.finish(&rest));
                         pose = Some(additive_apply(&base, &sample, &reference, w));
                     }

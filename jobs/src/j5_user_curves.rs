@@ -3,7 +3,9 @@
 //! (loop-aware, and for reverse playback too).
 
 use crate::asset::Clip;
-use crate::component::{AnimationToProcess, Animations, CurveValues, FiredEvent, FiredEvents, LayerWeights};
+use crate::component::{
+    AnimationToProcess, Animations, CurveValues, FiredEvent, FiredEvents, LayerWeights,
+};
 use crate::error::{JobError, check_len};
 use sinew_runtime::store::Entity;
 
@@ -58,7 +60,13 @@ impl UserCurvesJob<'_> {
                     let w = effective_weight(a, &lw);
                     fire_events(&a.clip, a.previous_time, a.time, |time, ev_index| {
                         if let Some(ev) = a.clip.events().get(ev_index) {
-                            out.0.push(FiredEvent { name: ev.hash, time, payload: ev.payload, animation: k as u16, weight: w });
+                            out.0.push(FiredEvent {
+                                name: ev.hash,
+                                time,
+                                payload: ev.payload,
+                                animation: k as u16,
+                                weight: w,
+                            });
                         }
                     });
                 }
@@ -83,7 +91,9 @@ fn blend_curves(anims: &[AnimationToProcess], lw: &LayerWeights, out: &mut Curve
         }
         let t = a.clip_time();
         for (ci, c) in a.clip.curves().iter().enumerate() {
-            let Some(v) = a.clip.sample_curve(ci, t) else { continue };
+            let Some(v) = a.clip.sample_curve(ci, t) else {
+                continue;
+            };
             match acc.iter_mut().find(|x| x.0 == c.hash) {
                 Some(x) => {
                     x.1 += w * v;
@@ -123,7 +133,11 @@ pub fn fire_events(clip: &Clip, previous: f32, current: f32, mut fire: impl FnMu
     } else {
         let (p, c) = (previous.clamp(0.0, d), current.clamp(0.0, d));
         for (i, ev) in clip.events().iter().enumerate() {
-            let hit = if forward { p < ev.time && ev.time <= c } else { c <= ev.time && ev.time < p };
+            let hit = if forward {
+                p < ev.time && ev.time <= c
+            } else {
+                c <= ev.time && ev.time < p
+            };
             if hit {
                 fire(ev.time, i);
             }

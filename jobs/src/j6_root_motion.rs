@@ -4,9 +4,11 @@
 //! which stays where the clip starts ("in place").
 
 use crate::asset::{Clip, Transform};
-use crate::component::{AnimationToProcess, Animations, BlendMode, EntityTransform, LayerWeights, RigRef, RootMotion};
-use crate::error::{JobError, check_len};
 use crate::component::FrameSlot;
+use crate::component::{
+    AnimationToProcess, Animations, BlendMode, EntityTransform, LayerWeights, RigRef, RootMotion,
+};
+use crate::error::{JobError, check_len};
 use glam::{Quat, Vec3, Vec4};
 use sinew_runtime::store::Entity;
 
@@ -55,9 +57,15 @@ impl RootMotionJob<'_> {
             check_len("root motion", "transforms", n, t.len())?;
         }
         for (i, s) in self.slots.iter().enumerate() {
-            let root = (s.bone_offset as usize + self.rigs[i].0.root().get()).checked_sub(self.pose_base as usize);
+            let root = (s.bone_offset as usize + self.rigs[i].0.root().get())
+                .checked_sub(self.pose_base as usize);
             if s.bone_count > 0 && !root.is_some_and(|r| r < self.poses.len()) {
-                return Err(JobError::LengthMismatch { job: "root motion", buffer: "poses", expected: s.bone_offset as usize + 1, actual: self.poses.len() });
+                return Err(JobError::LengthMismatch {
+                    job: "root motion",
+                    buffer: "poses",
+                    expected: s.bone_offset as usize + 1,
+                    actual: self.poses.len(),
+                });
             }
         }
         Ok(())
@@ -69,7 +77,11 @@ impl RootMotionJob<'_> {
             let rig = &self.rigs[i].0;
             let root = rig.root().get();
             let lw = self.layer_weights[i];
-            let Some(r) = (self.slots[i].bone_offset as usize + root).checked_sub(self.pose_base as usize) else { continue };
+            let Some(r) =
+                (self.slots[i].bone_offset as usize + root).checked_sub(self.pose_base as usize)
+            else {
+                continue;
+            };
             let motion = &mut self.motion[i];
             let extracted = extract(self.animations[i].as_slice(), &lw, root);
             let Some((delta_t, delta_r, from_start_t, from_start_r)) = extracted else {
@@ -86,7 +98,11 @@ impl RootMotionJob<'_> {
             motion.delta_rotation = delta_r;
             if let Some(t) = self.transforms.as_deref_mut().and_then(|t| t.get_mut(i)) {
                 let world_delta = t.0.rotation * (delta_t * t.0.scale);
-                motion.velocity = if self.dt > 0.0 { world_delta / self.dt } else { Vec3::ZERO };
+                motion.velocity = if self.dt > 0.0 {
+                    world_delta / self.dt
+                } else {
+                    Vec3::ZERO
+                };
                 if motion.apply {
                     t.0.translation += world_delta;
                     t.0.rotation = (t.0.rotation * delta_r).normalize();
@@ -118,14 +134,25 @@ fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
     let mut loop_r = Quat::IDENTITY;
     // Loop rotations compose; a few loops per frame at most in practice, cap the work.
     for _ in 0..k.unsigned_abs().min(64) {
-        loop_r = if k > 0 { per_loop_r * loop_r } else { per_loop_r.conjugate() * loop_r };
+        loop_r = if k > 0 {
+            per_loop_r * loop_r
+        } else {
+            per_loop_r.conjugate() * loop_r
+        };
     }
-    (s.translation + per_loop_t * k as f32, (loop_r * s.rotation).normalize())
+    (
+        s.translation + per_loop_t * k as f32,
+        (loop_r * s.rotation).normalize(),
+    )
 }
 
 /// Blended (delta translation, delta rotation, translation since clip start, rotation since
 /// clip start) of the entity's root-motion animations; `None` when none plays.
-fn extract(anims: &[AnimationToProcess], lw: &LayerWeights, root: usize) -> Option<(Vec3, Quat, Vec3, Quat)> {
+fn extract(
+    anims: &[AnimationToProcess],
+    lw: &LayerWeights,
+    root: usize,
+) -> Option<(Vec3, Quat, Vec3, Quat)> {
     let mut wsum = 0.0f32;
     let mut dt = Vec3::ZERO;
     let mut st = Vec3::ZERO;
@@ -135,14 +162,21 @@ fn extract(anims: &[AnimationToProcess], lw: &LayerWeights, root: usize) -> Opti
         if !a.clip.root_motion() || a.blend != BlendMode::Override {
             continue;
         }
-        let w = a.weight * lw.0.get(usize::from(a.layer)).copied().unwrap_or(0.0) * a.mask.as_ref().map_or(1.0, |m| m.weight(root));
+        let w = a.weight
+            * lw.0.get(usize::from(a.layer)).copied().unwrap_or(0.0)
+            * a.mask.as_ref().map_or(1.0, |m| m.weight(root));
         if w <= 0.0 {
             continue;
         }
         let (t1, r1) = unwrapped_root(&a.clip, root, a.time);
         let (t0, r0) = unwrapped_root(&a.clip, root, a.previous_time);
-        let start = a.clip.sample_bone(crate::asset::BoneIndex(root as u32), 0.0);
-        let now = a.clip.sample_bone(crate::asset::BoneIndex(root as u32), a.clip.wrap_time(a.time));
+        let start = a
+            .clip
+            .sample_bone(crate::asset::BoneIndex(root as u32), 0.0);
+        let now = a.clip.sample_bone(
+            crate::asset::BoneIndex(root as u32),
+            a.clip.wrap_time(a.time),
+        );
         let delta_r = (r1 * r0.conjugate()).normalize();
         let since_r = (now.rotation * start.rotation.conjugate()).normalize();
         dt += (t1 - t0) * w;

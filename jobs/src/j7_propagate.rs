@@ -37,10 +37,22 @@ impl PropagateJob<'_> {
         check_len("propagation", "slots", n, self.slots.len())?;
         check_len("propagation", "model", self.local.len(), self.model.len())?;
         for (s, r) in self.slots.iter().zip(self.rigs) {
-            check_len("propagation", "slot bone count", r.0.bone_count(), s.bone_count as usize)?;
+            check_len(
+                "propagation",
+                "slot bone count",
+                r.0.bone_count(),
+                s.bone_count as usize,
+            )?;
             let end = (s.bone_offset + s.bone_count) as usize;
-            if (s.bone_offset as usize) < self.base as usize || end - self.base as usize > self.local.len() {
-                return Err(JobError::LengthMismatch { job: "propagation", buffer: "local", expected: end, actual: self.base as usize + self.local.len() });
+            if (s.bone_offset as usize) < self.base as usize
+                || end - self.base as usize > self.local.len()
+            {
+                return Err(JobError::LengthMismatch {
+                    job: "propagation",
+                    buffer: "local",
+                    expected: end,
+                    actual: self.base as usize + self.local.len(),
+                });
             }
         }
         Ok(())
@@ -51,7 +63,11 @@ impl PropagateJob<'_> {
         for (s, r) in self.slots.iter().zip(self.rigs) {
             let start = (s.bone_offset - self.base) as usize;
             let end = start + s.bone_count as usize;
-            let (Some(local), Some(model)) = (self.local.get(start..end), self.model.get_mut(start..end)) else { continue };
+            let (Some(local), Some(model)) =
+                (self.local.get(start..end), self.model.get_mut(start..end))
+            else {
+                continue;
+            };
             propagate_one(r.0.parent_indices(), local, model);
         }
     }

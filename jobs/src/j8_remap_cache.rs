@@ -21,9 +21,16 @@ pub struct RemapTable {
 impl RemapTable {
     /// Matches every mesh bone with the rig bone of the same name hash.
     pub fn build(rig: &Rig, mesh: &SkinnedMesh) -> Self {
-        let mesh_to_rig: Vec<u32> = mesh.bones().iter().map(|b| rig.find(b.hash).map_or(NO_RIG_BONE, |i| i.0)).collect();
+        let mesh_to_rig: Vec<u32> = mesh
+            .bones()
+            .iter()
+            .map(|b| rig.find(b.hash).map_or(NO_RIG_BONE, |i| i.0))
+            .collect();
         let missing = mesh_to_rig.iter().filter(|&&r| r == NO_RIG_BONE).count();
-        Self { mesh_to_rig, missing }
+        Self {
+            mesh_to_rig,
+            missing,
+        }
     }
 }
 
@@ -82,7 +89,9 @@ impl RemapCacheJob<'_> {
         for (rig, mesh) in self.pairs {
             let key = (rig.content_hash(), mesh.content_hash());
             if !self.cache.tables.contains_key(&key) {
-                self.cache.tables.insert(key, Arc::new(RemapTable::build(rig, mesh)));
+                self.cache
+                    .tables
+                    .insert(key, Arc::new(RemapTable::build(rig, mesh)));
                 self.cache.builds += 1;
             }
         }

@@ -45,21 +45,46 @@ impl SkinningJob<'_> {
         for i in 0..n {
             let s = &self.slots[i];
             let mesh = &self.skins[i].mesh;
-            check_len("skinning", "slot palette count", mesh.bone_count(), s.palette_count as usize)?;
+            check_len(
+                "skinning",
+                "slot palette count",
+                mesh.bone_count(),
+                s.palette_count as usize,
+            )?;
             let end = (s.bone_offset + s.bone_count) as usize;
             if end > self.model.len() {
-                return Err(JobError::LengthMismatch { job: "skinning", buffer: "model", expected: end, actual: self.model.len() });
+                return Err(JobError::LengthMismatch {
+                    job: "skinning",
+                    buffer: "model",
+                    expected: end,
+                    actual: self.model.len(),
+                });
             }
             let pend = (s.palette_offset + s.palette_count) as usize;
-            if (s.palette_offset as usize) < self.palette_base as usize || pend - self.palette_base as usize > self.palette.len() {
-                return Err(JobError::LengthMismatch { job: "skinning", buffer: "palette", expected: pend, actual: self.palette_base as usize + self.palette.len() });
+            if (s.palette_offset as usize) < self.palette_base as usize
+                || pend - self.palette_base as usize > self.palette.len()
+            {
+                return Err(JobError::LengthMismatch {
+                    job: "skinning",
+                    buffer: "palette",
+                    expected: pend,
+                    actual: self.palette_base as usize + self.palette.len(),
+                });
             }
             if self.remap.get(&self.rigs[i].0, mesh).is_none() {
-                return Err(JobError::MissingRemap { entity: self.entities[i], mesh: mesh.name().to_string() });
+                return Err(JobError::MissingRemap {
+                    entity: self.entities[i],
+                    mesh: mesh.name().to_string(),
+                });
             }
             if let Some(rb) = self.skins[i].root_bone {
                 if rb.get() >= s.bone_count as usize {
-                    return Err(JobError::BoneOutOfRange { job: "skinning", entity: Some(self.entities[i]), bone: rb.get(), bone_count: s.bone_count as usize });
+                    return Err(JobError::BoneOutOfRange {
+                        job: "skinning",
+                        entity: Some(self.entities[i]),
+                        bone: rb.get(),
+                        bone_count: s.bone_count as usize,
+                    });
                 }
             }
         }
@@ -69,11 +94,20 @@ impl SkinningJob<'_> {
     /// Writes the palettes.
     pub fn run(&mut self) {
         // Consecutive entities usually share rig and mesh: remember the last table.
-        let mut last: Option<(*const crate::asset::Rig, *const crate::asset::SkinnedMesh, &Arc<RemapTable>)> = None;
+        let mut last: Option<(
+            *const crate::asset::Rig,
+            *const crate::asset::SkinnedMesh,
+            &Arc<RemapTable>,
+        )> = None;
         for i in 0..self.entities.len() {
             let (rig, skin, s) = (&self.rigs[i].0, &self.skins[i], self.slots[i]);
             let table = match last {
-                Some((r, m, t)) if std::ptr::eq(r, Arc::as_ptr(rig)) && std::ptr::eq(m, Arc::as_ptr(&skin.mesh)) => t,
+                Some((r, m, t))
+                    if std::ptr::eq(r, Arc::as_ptr(rig))
+                        && std::ptr::eq(m, Arc::as_ptr(&skin.mesh)) =>
+                {
+                    t
+                }
                 _ => match self.remap.get(rig, &skin.mesh) {
                     Some(t) => {
                         last = Some((Arc::as_ptr(rig), Arc::as_ptr(&skin.mesh), t));
@@ -83,10 +117,17 @@ impl SkinningJob<'_> {
                 },
             };
             let b0 = s.bone_offset as usize;
-            let Some(model) = self.model.get(b0..b0 + s.bone_count as usize) else { continue };
+            let Some(model) = self.model.get(b0..b0 + s.bone_count as usize) else {
+                continue;
+            };
             let p0 = (s.palette_offset - self.palette_base) as usize;
-            let Some(out) = self.palette.get_mut(p0..p0 + s.palette_count as usize) else { continue };
-            let entity_to_root = skin.root_bone.and_then(|b| model.get(b.get())).map(|m| m.inverse());
+            let Some(out) = self.palette.get_mut(p0..p0 + s.palette_count as usize) else {
+                continue;
+            };
+            let entity_to_root = skin
+                .root_bone
+                .and_then(|b| model.get(b.get()))
+                .map(|m| m.inverse());
             skin_one(model, skin.mesh.inverse_binds(), table, entity_to_root, out);
         }
     }
@@ -95,12 +136,20 @@ impl SkinningJob<'_> {
 /// One entity: `out[j] = entityToRoot · model[remap[j]] · inverseBind[j]`, identity for mesh
 /// bones without a rig bone.
 #[inline]
-pub fn skin_one(model: &[Affine3A], inverse_binds: &[Affine3A], table: &RemapTable, entity_to_root: Option<Affine3A>, out: &mut [[f32; 12]]) {
+pub fn skin_one(
+    model: &[Affine3A],
+    inverse_binds: &[Affine3A],
+    table: &RemapTable,
+    entity_to_root: Option<Affine3A>,
+    out: &mut [[f32; 12]],
+) {
     for ((o, &r), ib) in out.iter_mut().zip(&table.mesh_to_rig).zip(inverse_binds) {
         let m = if r == NO_RIG_BONE {
             Affine3A::IDENTITY
         } else {
-            let Some(bone) = model.get(r as usize) else { continue };
+            let Some(bone) = model.get(r as usize) else {
+                continue;
+            };
             match entity_to_root {
                 Some(e) => e * (*bone * *ib),
                 None => *bone * *ib,

@@ -29,13 +29,12 @@
 pub mod animator;
 pub mod asset;
 pub mod bake_texture;
-pub mod math;
 pub mod builtin;
-pub mod deform;
-pub mod import;
 pub mod component;
+pub mod deform;
 pub mod error;
 pub mod frame;
+pub mod import;
 pub mod j1_bone_offsets;
 pub mod j2_prefix_sum;
 pub mod j3_per_bone_info;
@@ -45,6 +44,7 @@ pub mod j6_root_motion;
 pub mod j7_propagate;
 pub mod j8_remap_cache;
 pub mod j9_skinning;
+pub mod math;
 pub mod pipeline;
 
 pub use j1_bone_offsets::BoneOffsetsJob;

@@ -15,23 +15,25 @@
 
 use crate::asset::{KeySpan, Transform};
 use crate::component::{
-    Animations, BoneWorld, CurveValues, EntityTransform, ExposedBone, FiredEvents, FrameSlot, LayerWeights, RigRef,
-    RootMotion, SAMPLING_BATCH, SamplingCursors, SkinRef,
+    Animations, BoneWorld, CurveValues, EntityTransform, ExposedBone, FiredEvents, FrameSlot,
+    LayerWeights, RigRef, RootMotion, SAMPLING_BATCH, SamplingCursors, SkinRef,
 };
 use crate::error::JobError;
 use crate::frame::{
-    BoneTable, EntityCounts, FrameCounts, FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer,
-    PaletteEntry, resize_frame_buffer, split_lengths, split_ranges,
+    BoneTable, EntityCounts, FrameCounts, FrameOffsets, FrameSpans, LocalPoses, ModelPoses,
+    PaletteBuffer, PaletteEntry, resize_frame_buffer, split_lengths, split_ranges,
 };
 use crate::j4_sample_blend::{EntitySampling, resolve_spans};
 use crate::j8_remap_cache::RemapCache;
 use crate::{
-    BoneOffsetsJob, PerBoneInfoJob, PrefixSumJob, PropagateJob, RemapCacheJob, RootMotionJob, SampleBlendJob,
-    SkinningJob, UserCurvesJob,
+    BoneOffsetsJob, PerBoneInfoJob, PrefixSumJob, PropagateJob, RemapCacheJob, RootMotionJob,
+    SampleBlendJob, SkinningJob, UserCurvesJob,
 };
 use glam::Affine3A;
 use rayon::prelude::*;
-use sinew_runtime::graph::{Access, GraphBuildError, GraphBuilder, Node, NodeContext, NodeError, NodeId};
+use sinew_runtime::graph::{
+    Access, GraphBuildError, GraphBuilder, Node, NodeContext, NodeError, NodeId,
+};
 use sinew_runtime::store::{ScopedSlice, Store};
 
 /// The frame time, read by the clock node and for root-motion velocity.
@@ -53,7 +55,10 @@ pub struct PipelineConfig {
 
 impl Default for PipelineConfig {
     fn default() -> Self {
-        Self { sampling_batch: SAMPLING_BATCH, advance_clocks: true }
+        Self {
+            sampling_batch: SAMPLING_BATCH,
+            advance_clocks: true,
+        }
     }
 }
 
@@ -106,12 +111,19 @@ pub fn insert_resources(store: &mut Store) {
 /// # Errors
 /// None from the pipeline itself; the builder's errors surface at `build()`. The `Result`
 /// leaves room for configuration checks.
-pub fn register(builder: &mut GraphBuilder, config: PipelineConfig) -> Result<PipelineNodes, GraphBuildError> {
-    let advance_clocks = config.advance_clocks.then(|| builder.add_node(AdvanceClocksNode));
+pub fn register(
+    builder: &mut GraphBuilder,
+    config: PipelineConfig,
+) -> Result<PipelineNodes, GraphBuildError> {
+    let advance_clocks = config
+        .advance_clocks
+        .then(|| builder.add_node(AdvanceClocksNode));
     let bone_offsets = builder.add_node(BoneOffsetsNode);
     let prefix_sum = builder.add_node(PrefixSumNode);
     let per_bone_info = builder.add_node(PerBoneInfoNode);
-    let sample_blend = builder.add_node(SampleBlendNode { batch: config.sampling_batch.max(1) });
+    let sample_blend = builder.add_node(SampleBlendNode {
+        batch: config.sampling_batch.max(1),
+    });
     let user_curves = builder.add_node(UserCurvesNode);
     let root_motion = builder.add_node(RootMotionNode);
     let propagate = builder.add_node(PropagateNode);
@@ -199,13 +211,22 @@ impl Node for BoneOffsetsNode {
         resize_frame_buffer(&mut counts.0, n);
         let pieces = split_lengths(&mut counts.0, chunks.iter().map(|c| c.len()))
             .ok_or_else(|| NodeError::new("bone offsets: chunk sizes exceed the entity count"))?;
-        chunks.into_par_iter().zip(pieces).try_for_each(|(chunk, out)| {
-            let (entities, (rigs, animations, skins)) = chunk.into_parts();
-            let mut job = BoneOffsetsJob { entities, rigs, skins, animations, counts: out };
-            job.validate()?;
-            job.run();
-            Ok::<(), JobError>(())
-        })?;
+        chunks
+            .into_par_iter()
+            .zip(pieces)
+            .try_for_each(|(chunk, out)| {
+                let (entities, (rigs, animations, skins)) = chunk.into_parts();
+                let mut job = BoneOffsetsJob {
+                    entities,
+                    rigs,
+                    skins,
+                    animations,
+                    counts: out,
+                };
+                job.validate()?;
+                job.run();
+                Ok::<(), JobError>(())
+            })?;
         Ok(())
     }
 }
@@ -226,7 +247,12 @@ impl Node for PrefixSumNode {
         let mut offsets = ctx.resource_mut::<FrameOffsets>().map_err(node_err)?;
         let FrameOffsets { offsets, total } = &mut *offsets;
         resize_frame_buffer(offsets, counts.0.len());
-        let mut job = PrefixSumJob { counts: &counts.0, offsets, total, sequential: false };
+        let mut job = PrefixSumJob {
+            counts: &counts.0,
+            offsets,
+            total,
+            sequential: false,
+        };
         job.validate()?;
         job.run();
         Ok(())
@@ -256,7 +282,11 @@ impl Node for PerBoneInfoNode {
         let offsets = ctx.resource::<FrameOffsets>().map_err(node_err)?;
         let mut table = ctx.resource_mut::<BoneTable>().map_err(node_err)?;
         resize_frame_buffer(&mut table.0, offsets.total.bones as usize);
-        let mut job = PerBoneInfoJob { counts: &counts.0, offsets: &offsets.offsets, table: &mut table.0 };
+        let mut job = PerBoneInfoJob {
+            counts: &counts.0,
+            offsets: &offsets.offsets,
+            table: &mut table.0,
+        };
         job.validate()?;
         job.run();
         let mut q = ctx
@@ -270,7 +300,10 @@ impl Node for PerBoneInfoNode {
             let first = chunk.first_index();
             for (row, slot) in chunk.into_columns().iter_mut().enumerate() {
                 let i = first + row;
-                let (c, o) = (counts.get(i).copied().unwrap_or_default(), offsets.get(i).copied().unwrap_or_default());
+                let (c, o) = (
+                    counts.get(i).copied().unwrap_or_default(),
+                    offsets.get(i).copied().unwrap_or_default(),
+                );
                 *slot = FrameSlot {
                     index: i as u32,
                     bone_offset: o.bones,
@@ -308,7 +341,13 @@ impl Node for SampleBlendNode {
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         let mut q = ctx
-            .query::<(&RigRef, &Animations, &LayerWeights, &FrameSlot, Option<&mut SamplingCursors>)>()
+            .query::<(
+                &RigRef,
+                &Animations,
+                &LayerWeights,
+                &FrameSlot,
+                Option<&mut SamplingCursors>,
+            )>()
             .map_err(node_err)?;
         let chunks = q.chunks();
         let offsets = ctx.resource::<FrameOffsets>().map_err(node_err)?;
@@ -318,41 +357,69 @@ impl Node for SampleBlendNode {
         resize_frame_buffer(&mut spans.0, offsets.total.spans as usize);
         resize_frame_buffer(&mut poses.0, offsets.total.bones as usize);
         let n = offsets.offsets.len();
-        let entities: &mut [Option<EntitySampling<'_>>] = ctx.scratch().alloc_slice_fill_copy(n, None);
+        let entities: &mut [Option<EntitySampling<'_>>] =
+            ctx.scratch().alloc_slice_fill_copy(n, None);
 
         // Phase one, per chunk: spans and the per-entity table.
-        let span_ranges: Vec<(usize, usize)> =
-            chunks.iter().map(|c| chunk_range(&offsets, c.first_index(), c.len(), |o| o.spans)).collect();
-        let span_pieces =
-            split_ranges(&mut spans.0, &span_ranges).ok_or_else(|| NodeError::new("sampling: span ranges do not fit"))?;
+        let span_ranges: Vec<(usize, usize)> = chunks
+            .iter()
+            .map(|c| chunk_range(&offsets, c.first_index(), c.len(), |o| o.spans))
+            .collect();
+        let span_pieces = split_ranges(&mut spans.0, &span_ranges)
+            .ok_or_else(|| NodeError::new("sampling: span ranges do not fit"))?;
         let entity_pieces = split_lengths(entities, chunks.iter().map(|c| c.len()))
             .ok_or_else(|| NodeError::new("sampling: chunk sizes exceed the entity count"))?;
         let offs = &offsets.offsets;
-        chunks.into_par_iter().zip(span_pieces).zip(entity_pieces).for_each(|((chunk, spans_piece), table_out)| {
-            let first = chunk.first_index();
-            let span_base = offs.get(first).map_or(0, |o| o.spans as usize);
-            let (_, (rigs, animations, layer_weights, _slots, mut cursors)) = chunk.into_parts();
-            let mut fallback = SamplingCursors::default();
-            for (i, out) in table_out.iter_mut().enumerate() {
-                let (Some(o), Some(rig), Some(anims), Some(lw)) =
-                    (offs.get(first + i), rigs.get(i), animations.get(i), layer_weights.get(i))
-                else {
-                    continue;
-                };
-                let need: usize = anims.as_slice().iter().map(|a| a.clip.timelines().len()).sum();
-                let start = o.spans as usize - span_base;
-                let Some(piece) = spans_piece.get_mut(start..start + need) else { continue };
-                let cursor = match cursors.as_deref_mut().and_then(|c| c.get_mut(i)) {
-                    Some(c) => c,
-                    None => &mut fallback,
-                };
-                resolve_spans(anims.as_slice(), cursor, piece);
-                *out = Some(EntitySampling { rig: &rig.0, animations: anims.as_slice(), layer_weights: lw.0, span_offset: o.spans });
-            }
-        });
+        chunks
+            .into_par_iter()
+            .zip(span_pieces)
+            .zip(entity_pieces)
+            .for_each(|((chunk, spans_piece), table_out)| {
+                let first = chunk.first_index();
+                let span_base = offs.get(first).map_or(0, |o| o.spans as usize);
+                let (_, (rigs, animations, layer_weights, _slots, mut cursors)) =
+                    chunk.into_parts();
+                let mut fallback = SamplingCursors::default();
+                for (i, out) in table_out.iter_mut().enumerate() {
+                    let (Some(o), Some(rig), Some(anims), Some(lw)) = (
+                        offs.get(first + i),
+                        rigs.get(i),
+                        animations.get(i),
+                        layer_weights.get(i),
+                    ) else {
+                        continue;
+                    };
+                    let need: usize = anims
+                        .as_slice()
+                        .iter()
+                        .map(|a| a.clip.timelines().len())
+                        .sum();
+                    let start = o.spans as usize - span_base;
+                    let Some(piece) = spans_piece.get_mut(start..start + need) else {
+                        continue;
+                    };
+                    let cursor = match cursors.as_deref_mut().and_then(|c| c.get_mut(i)) {
+                        Some(c) => c,
+                        None => &mut fallback,
+                    };
+                    resolve_spans(anims.as_slice(), cursor, piece);
+                    *out = Some(EntitySampling {
+                        rig: &rig.0,
+                        animations: anims.as_slice(),
+                        layer_weights: lw.0,
+                        span_offset: o.spans,
+                    });
+                }
+            });
 
         // Phase two: every bone, in batches.
-        let mut job = SampleBlendJob { entities, table: &table.0, spans: &spans.0, out: &mut poses.0, batch: self.batch };
+        let mut job = SampleBlendJob {
+            entities,
+            table: &table.0,
+            spans: &spans.0,
+            out: &mut poses.0,
+            batch: self.batch,
+        };
         job.validate()?;
         job.run();
         Ok(())
@@ -361,7 +428,12 @@ impl Node for SampleBlendNode {
 
 /// The flat range `[start, end)` of the entities `first..first + len` in the buffer whose
 /// per-entity offsets `field` selects.
-fn chunk_range(offsets: &FrameOffsets, first: usize, len: usize, field: impl Fn(&EntityCounts) -> u32) -> (usize, usize) {
+fn chunk_range(
+    offsets: &FrameOffsets,
+    first: usize,
+    len: usize,
+    field: impl Fn(&EntityCounts) -> u32,
+) -> (usize, usize) {
     let at = |i: usize| offsets.offsets.get(i).map_or(field(&offsets.total), &field) as usize;
     (at(first), at(first + len))
 }
@@ -385,13 +457,24 @@ impl Node for UserCurvesNode {
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         let mut q = ctx
-            .query::<(&Animations, &LayerWeights, Option<&mut CurveValues>, Option<&mut FiredEvents>)>()
+            .query::<(
+                &Animations,
+                &LayerWeights,
+                Option<&mut CurveValues>,
+                Option<&mut FiredEvents>,
+            )>()
             .map_err(node_err)?
             .with::<RigRef>()
             .with::<FrameSlot>();
         q.chunks().into_par_iter().try_for_each(|chunk| {
             let (entities, (animations, layer_weights, curves, events)) = chunk.into_parts();
-            let mut job = UserCurvesJob { entities, animations, layer_weights, curves, events };
+            let mut job = UserCurvesJob {
+                entities,
+                animations,
+                layer_weights,
+                curves,
+                events,
+            };
             job.validate()?;
             job.run();
             Ok::<(), JobError>(())
@@ -422,25 +505,59 @@ impl Node for RootMotionNode {
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         let dt = ctx.resource::<FrameTime>().map_err(node_err)?.dt;
         let mut q = ctx
-            .query::<(&RigRef, &Animations, &LayerWeights, &FrameSlot, &mut RootMotion, Option<&mut EntityTransform>)>()
+            .query::<(
+                &RigRef,
+                &Animations,
+                &LayerWeights,
+                &FrameSlot,
+                &mut RootMotion,
+                Option<&mut EntityTransform>,
+            )>()
             .map_err(node_err)?;
         let chunks = q.chunks();
         let mut poses = ctx.resource_mut::<LocalPoses>().map_err(node_err)?;
-        let ranges: Vec<(usize, usize)> = chunks.iter().map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| (s.bone_offset, s.bone_count))).collect();
-        let pieces = split_ranges(&mut poses.0, &ranges).ok_or_else(|| NodeError::new("root motion: bone ranges do not fit"))?;
-        chunks.into_par_iter().zip(pieces).zip(ranges).try_for_each(|((chunk, poses), (base, _))| {
-            let (entities, (rigs, animations, layer_weights, slots, motion, transforms)) = chunk.into_parts();
-            let mut job = RootMotionJob { entities, rigs, animations, layer_weights, slots, motion, transforms, poses, pose_base: base as u32, dt };
-            job.validate()?;
-            job.run();
-            Ok::<(), JobError>(())
-        })?;
+        let ranges: Vec<(usize, usize)> = chunks
+            .iter()
+            .map(|c| {
+                slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| {
+                    (s.bone_offset, s.bone_count)
+                })
+            })
+            .collect();
+        let pieces = split_ranges(&mut poses.0, &ranges)
+            .ok_or_else(|| NodeError::new("root motion: bone ranges do not fit"))?;
+        chunks
+            .into_par_iter()
+            .zip(pieces)
+            .zip(ranges)
+            .try_for_each(|((chunk, poses), (base, _))| {
+                let (entities, (rigs, animations, layer_weights, slots, motion, transforms)) =
+                    chunk.into_parts();
+                let mut job = RootMotionJob {
+                    entities,
+                    rigs,
+                    animations,
+                    layer_weights,
+                    slots,
+                    motion,
+                    transforms,
+                    poses,
+                    pose_base: base as u32,
+                    dt,
+                };
+                job.validate()?;
+                job.run();
+                Ok::<(), JobError>(())
+            })?;
         Ok(())
     }
 }
 
 /// The flat range covered by a chunk's slots (`start_count` gives each slot's offset and count).
-fn slot_range(slots: &[FrameSlot], start_count: impl Fn(&FrameSlot) -> (u32, u32)) -> (usize, usize) {
+fn slot_range(
+    slots: &[FrameSlot],
+    start_count: impl Fn(&FrameSlot) -> (u32, u32),
+) -> (usize, usize) {
     let start = slots.first().map_or(0, |s| start_count(s).0 as usize);
     let end = slots.last().map_or(start, |s| {
         let (o, c) = start_count(s);
@@ -480,23 +597,43 @@ impl Node for PropagateNode {
                 .with::<Animations>()
                 .with::<LayerWeights>();
             let chunks = q.chunks();
-            let ranges: Vec<(usize, usize)> =
-                chunks.iter().map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| (s.bone_offset, s.bone_count))).collect();
-            let pieces = split_ranges(&mut model.0, &ranges).ok_or_else(|| NodeError::new("propagate: bone ranges do not fit"))?;
+            let ranges: Vec<(usize, usize)> = chunks
+                .iter()
+                .map(|c| {
+                    slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| {
+                        (s.bone_offset, s.bone_count)
+                    })
+                })
+                .collect();
+            let pieces = split_ranges(&mut model.0, &ranges)
+                .ok_or_else(|| NodeError::new("propagate: bone ranges do not fit"))?;
             let local = &local.0;
-            chunks.into_par_iter().zip(pieces).zip(ranges).try_for_each(|((chunk, model), (a, b))| {
-                let (entities, (rigs, slots)) = chunk.into_parts();
-                let local = local.get(a..b).unwrap_or(&[]);
-                let mut job = PropagateJob { entities, rigs, slots, local, model, base: a as u32 };
-                job.validate()?;
-                job.run();
-                Ok::<(), JobError>(())
-            })?;
+            chunks
+                .into_par_iter()
+                .zip(pieces)
+                .zip(ranges)
+                .try_for_each(|((chunk, model), (a, b))| {
+                    let (entities, (rigs, slots)) = chunk.into_parts();
+                    let local = local.get(a..b).unwrap_or(&[]);
+                    let mut job = PropagateJob {
+                        entities,
+                        rigs,
+                        slots,
+                        local,
+                        model,
+                        base: a as u32,
+                    };
+                    job.validate()?;
+                    job.run();
+                    Ok::<(), JobError>(())
+                })?;
         }
         // Exposed bones follow their owner's bone in world space.
         let slots = ctx.view::<FrameSlot>().map_err(node_err)?;
         let transforms = ctx.view::<EntityTransform>().map_err(node_err)?;
-        let mut q = ctx.query::<(&ExposedBone, &mut BoneWorld)>().map_err(node_err)?;
+        let mut q = ctx
+            .query::<(&ExposedBone, &mut BoneWorld)>()
+            .map_err(node_err)?;
         let model = &model.0;
         q.chunks().into_par_iter().try_for_each(|chunk| {
             let (entities, (bones, worlds)) = chunk.into_parts();
@@ -508,10 +645,20 @@ impl Node for PropagateNode {
                     bone_count: 0,
                 })?;
                 if b.bone.get() >= slot.bone_count as usize {
-                    return Err(JobError::BoneOutOfRange { job: "propagate (exposed bones)", entity: Some(*e), bone: b.bone.get(), bone_count: slot.bone_count as usize });
+                    return Err(JobError::BoneOutOfRange {
+                        job: "propagate (exposed bones)",
+                        entity: Some(*e),
+                        bone: b.bone.get(),
+                        bone_count: slot.bone_count as usize,
+                    });
                 }
-                let m = model.get(slot.bone_offset as usize + b.bone.get()).copied().unwrap_or(Affine3A::IDENTITY);
-                let owner = transforms.get(b.owner).map_or(Affine3A::IDENTITY, |t| t.0.to_affine());
+                let m = model
+                    .get(slot.bone_offset as usize + b.bone.get())
+                    .copied()
+                    .unwrap_or(Affine3A::IDENTITY);
+                let owner = transforms
+                    .get(b.owner)
+                    .map_or(Affine3A::IDENTITY, |t| t.0.to_affine());
                 w.0 = owner * m;
             }
             Ok::<(), JobError>(())
@@ -529,7 +676,10 @@ impl Node for RemapCacheNode {
         "8 remap cache"
     }
     fn access(&self) -> Access {
-        Access::new().read::<RigRef>().read::<SkinRef>().write::<RemapCache>()
+        Access::new()
+            .read::<RigRef>()
+            .read::<SkinRef>()
+            .write::<RemapCache>()
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         let mut cache = ctx.resource_mut::<RemapCache>().map_err(node_err)?;
@@ -539,7 +689,10 @@ impl Node for RemapCacheNode {
         for chunk in q.chunks() {
             let (_, (rigs, skins)) = chunk.into_parts();
             for (r, s) in rigs.iter().zip(skins) {
-                let key = (std::sync::Arc::as_ptr(&r.0), std::sync::Arc::as_ptr(&s.mesh));
+                let key = (
+                    std::sync::Arc::as_ptr(&r.0),
+                    std::sync::Arc::as_ptr(&s.mesh),
+                );
                 if last == Some(key) {
                     continue;
                 }
@@ -549,7 +702,10 @@ impl Node for RemapCacheNode {
                 }
             }
         }
-        let mut job = RemapCacheJob { pairs: &pairs, cache: &mut cache };
+        let mut job = RemapCacheJob {
+            pairs: &pairs,
+            cache: &mut cache,
+        };
         job.validate()?;
         job.run();
         Ok(())
@@ -581,13 +737,22 @@ impl Node for SkinningNode {
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         let model = ctx.resource::<ModelPoses>().map_err(node_err)?;
         let remap = ctx.resource::<RemapCache>().map_err(node_err)?;
-        let total = ctx.resource::<FrameOffsets>().map_err(node_err)?.total.palette as usize;
+        let total = ctx
+            .resource::<FrameOffsets>()
+            .map_err(node_err)?
+            .total
+            .palette as usize;
         let mut scoped = ctx.scoped_slice_mut::<PaletteEntry>().ok();
         let mut buffer = ctx.resource_mut::<PaletteBuffer>().map_err(node_err)?;
         let palette: &mut [PaletteEntry] = match scoped.as_deref_mut() {
             Some(s) => {
                 if s.len() < total {
-                    return Err(NodeError::from_error(JobError::LengthMismatch { job: "skinning", buffer: "palette slice", expected: total, actual: s.len() }));
+                    return Err(NodeError::from_error(JobError::LengthMismatch {
+                        job: "skinning",
+                        buffer: "palette slice",
+                        expected: total,
+                        actual: s.len(),
+                    }));
                 }
                 s
             }
@@ -602,17 +767,37 @@ impl Node for SkinningNode {
             .with::<Animations>()
             .with::<LayerWeights>();
         let chunks = q.chunks();
-        let ranges: Vec<(usize, usize)> =
-            chunks.iter().map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| (s.palette_offset, s.palette_count))).collect();
-        let pieces = split_ranges(palette, &ranges).ok_or_else(|| NodeError::new("skinning: palette ranges do not fit"))?;
+        let ranges: Vec<(usize, usize)> = chunks
+            .iter()
+            .map(|c| {
+                slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| {
+                    (s.palette_offset, s.palette_count)
+                })
+            })
+            .collect();
+        let pieces = split_ranges(palette, &ranges)
+            .ok_or_else(|| NodeError::new("skinning: palette ranges do not fit"))?;
         let (model, remap) = (&model.0, &*remap);
-        chunks.into_par_iter().zip(pieces).zip(ranges).try_for_each(|((chunk, palette), (base, _))| {
-            let (entities, (rigs, skins, slots)) = chunk.into_parts();
-            let mut job = SkinningJob { entities, rigs, skins, slots, model, remap, palette, palette_base: base as u32 };
-            job.validate()?;
-            job.run();
-            Ok::<(), JobError>(())
-        })?;
+        chunks
+            .into_par_iter()
+            .zip(pieces)
+            .zip(ranges)
+            .try_for_each(|((chunk, palette), (base, _))| {
+                let (entities, (rigs, skins, slots)) = chunk.into_parts();
+                let mut job = SkinningJob {
+                    entities,
+                    rigs,
+                    skins,
+                    slots,
+                    model,
+                    remap,
+                    palette,
+                    palette_base: base as u32,
+                };
+                job.validate()?;
+                job.run();
+                Ok::<(), JobError>(())
+            })?;
         Ok(())
     }
 }

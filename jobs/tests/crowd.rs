@@ -7,26 +7,44 @@ use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
 use sinew_jobs::builtin::{self, BakedCharacter};
 use sinew_jobs::component::{
-    AnimationToProcess, Animations, BlendMode, EntityTransform, FrameSlot, LayerWeights, RigRef, RootMotion,
-    SamplingCursors, SkinRef,
+    AnimationToProcess, Animations, BlendMode, EntityTransform, FrameSlot, LayerWeights, RigRef,
+    RootMotion, SamplingCursors, SkinRef,
 };
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::pipeline::PipelineConfig;
 use sinew_runtime::store::{Entity, Store};
 use std::sync::Arc;
 
-type Bundle = (RigRef, Animations, LayerWeights, FrameSlot, SamplingCursors, SkinRef, EntityTransform, RootMotion);
+type Bundle = (
+    RigRef,
+    Animations,
+    LayerWeights,
+    FrameSlot,
+    SamplingCursors,
+    SkinRef,
+    EntityTransform,
+    RootMotion,
+);
 
 fn character(c: &BakedCharacter, i: usize) -> Bundle {
     let t = i as f32 * 0.137;
     let r = (i % 7) as f32 / 6.0;
     let mut anims = vec![
-        AnimationToProcess::new(c.walk.clone()).at(t).weight(1.0 - r),
+        AnimationToProcess::new(c.walk.clone())
+            .at(t)
+            .weight(1.0 - r),
         AnimationToProcess::new(c.run.clone()).at(t * 0.7).weight(r),
-        AnimationToProcess::new(c.breathe.clone()).at(t * 1.3).layer(2, BlendMode::Additive),
+        AnimationToProcess::new(c.breathe.clone())
+            .at(t * 1.3)
+            .layer(2, BlendMode::Additive),
     ];
     if i % 3 == 0 {
-        anims.push(AnimationToProcess::new(c.wave.clone()).at(t).layer(1, BlendMode::Override).mask(c.upper_body_mask.clone()));
+        anims.push(
+            AnimationToProcess::new(c.wave.clone())
+                .at(t)
+                .layer(1, BlendMode::Override)
+                .mask(c.upper_body_mask.clone()),
+        );
     }
     (
         RigRef(c.rig.clone()),
@@ -41,14 +59,19 @@ fn character(c: &BakedCharacter, i: usize) -> Bundle {
 }
 
 fn run_crowd(c: &BakedCharacter, n: usize, threads: usize, frames: usize) -> Vec<PaletteEntry> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
     pool.install(|| {
         let mut store = Store::new();
         store.spawn_batch((0..n).map(|i| character(c, i))).unwrap();
         let mut animator = Animator::new(&mut store).unwrap();
         let mut palette = vec![[0.0; 12]; n * c.mesh.bone_count()];
         for _ in 0..frames {
-            animator.run_frame_into(&mut store, 1.0 / 60.0, &mut palette).unwrap();
+            animator
+                .run_frame_into(&mut store, 1.0 / 60.0, &mut palette)
+                .unwrap();
         }
         palette
     })
@@ -60,7 +83,12 @@ fn palettes_are_bit_identical_with_1_2_and_8_threads() {
     let one = run_crowd(&c, 300, 1, 4);
     let two = run_crowd(&c, 300, 2, 4);
     let eight = run_crowd(&c, 300, 8, 4);
-    let bits = |p: &[PaletteEntry]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    let bits = |p: &[PaletteEntry]| {
+        p.iter()
+            .flatten()
+            .map(|x| x.to_bits())
+            .collect::<Vec<u32>>()
+    };
     assert_eq!(bits(&one), bits(&two));
     assert_eq!(bits(&one), bits(&eight));
     assert!(one.iter().flatten().all(|x| x.is_finite()));
@@ -70,21 +98,45 @@ fn palettes_are_bit_identical_with_1_2_and_8_threads() {
 fn alone(c: &BakedCharacter, anims: &Animations, skin: &SkinRef) -> Vec<PaletteEntry> {
     let mut store = Store::new();
     let e = store
-        .spawn((RigRef(c.rig.clone()), anims.clone(), LayerWeights::default(), FrameSlot::default(), SamplingCursors::default()))
+        .spawn((
+            RigRef(c.rig.clone()),
+            anims.clone(),
+            LayerWeights::default(),
+            FrameSlot::default(),
+            SamplingCursors::default(),
+        ))
         .unwrap();
     store.insert(e, skin.clone()).unwrap();
     store.insert(e, RootMotion::default()).unwrap();
-    let mut animator = Animator::with(&mut store, PipelineConfig { advance_clocks: false, ..Default::default() }, |_, _| {}).unwrap();
+    let mut animator = Animator::with(
+        &mut store,
+        PipelineConfig {
+            advance_clocks: false,
+            ..Default::default()
+        },
+        |_, _| {},
+    )
+    .unwrap();
     animator.run_frame(&mut store, 1.0 / 60.0).unwrap();
     animator.palettes(&store).to_vec()
 }
 
-fn check_against_alone(c: &BakedCharacter, store: &Store, animator: &Animator, entities: &[Entity]) {
+fn check_against_alone(
+    c: &BakedCharacter,
+    store: &Store,
+    animator: &Animator,
+    entities: &[Entity],
+) {
     let palettes = animator.palettes(store);
     for (k, &e) in entities.iter().enumerate().step_by(7) {
         let slot = store.get::<FrameSlot>(e).unwrap();
-        let got = &palettes[slot.palette_offset as usize..(slot.palette_offset + slot.palette_count) as usize];
-        let want = alone(c, store.get::<Animations>(e).unwrap(), store.get::<SkinRef>(e).unwrap());
+        let got = &palettes
+            [slot.palette_offset as usize..(slot.palette_offset + slot.palette_count) as usize];
+        let want = alone(
+            c,
+            store.get::<Animations>(e).unwrap(),
+            store.get::<SkinRef>(e).unwrap(),
+        );
         assert_eq!(got, &want[..], "entity #{k} {e:?}");
     }
 }
@@ -107,7 +159,9 @@ fn structural_changes_keep_every_result_correct() {
     assert!(!Arc::ptr_eq(&variant, &c.mesh));
 
     let mut store = Store::new();
-    let mut entities = store.spawn_batch((0..200).map(|i| character(&c, i))).unwrap();
+    let mut entities = store
+        .spawn_batch((0..200).map(|i| character(&c, i)))
+        .unwrap();
     let mut animator = Animator::new(&mut store).unwrap();
     for _ in 0..3 {
         animator.run_frame(&mut store, 1.0 / 60.0).unwrap();
@@ -120,10 +174,14 @@ fn structural_changes_keep_every_result_correct() {
         entities[k] = store.spawn(character(&c, 1000 + k)).unwrap();
     }
     for k in (3..entities.len()).step_by(9) {
-        store.get_mut::<Animations>(entities[k]).unwrap().set(vec![AnimationToProcess::new(c.idle.clone()).at(k as f32 * 0.1)]);
+        store.get_mut::<Animations>(entities[k]).unwrap().set(vec![
+            AnimationToProcess::new(c.idle.clone()).at(k as f32 * 0.1),
+        ]);
     }
     for k in (5..entities.len()).step_by(11) {
-        store.insert(entities[k], SkinRef::new(variant.clone())).unwrap();
+        store
+            .insert(entities[k], SkinRef::new(variant.clone()))
+            .unwrap();
     }
     for _ in 0..2 {
         animator.run_frame(&mut store, 1.0 / 60.0).unwrap();

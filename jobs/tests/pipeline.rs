@@ -3,12 +3,13 @@
 use glam::{Affine3A, Mat4, Quat, Vec3};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{
-    AdditiveReference, AssetRegistry, BoneIndex, Clip, RawAvatarMask, RawBone, RawBoneTracks, RawClip, RawEvent,
-    RawRig, RawSkinnedMesh, RawTrack, RawVertexInfluences, Rig, SkinnedMesh, Transform, bone_hash,
+    AdditiveReference, AssetRegistry, BoneIndex, Clip, RawAvatarMask, RawBone, RawBoneTracks,
+    RawClip, RawEvent, RawRig, RawSkinnedMesh, RawTrack, RawVertexInfluences, Rig, SkinnedMesh,
+    Transform, bone_hash,
 };
 use sinew_jobs::component::{
-    AnimationToProcess, BlendMode, BoneWorld, EntityTransform, ExposedBone, FiredEvents, FrameSlot, RootMotion,
-    SkinRef, animated,
+    AnimationToProcess, BlendMode, BoneWorld, EntityTransform, ExposedBone, FiredEvents, FrameSlot,
+    RootMotion, SkinRef, animated,
 };
 use sinew_jobs::frame::{LocalPoses, ModelPoses};
 use sinew_jobs::pipeline::PipelineConfig;
@@ -31,9 +32,21 @@ fn arm_rig() -> Rig {
     RawRig {
         name: "arm".into(),
         bones: vec![
-            RawBone { name: "root".into(), parent: None, rest: Transform::IDENTITY },
-            RawBone { name: "elbow".into(), parent: Some(0), rest: Transform::from_translation(Vec3::Y) },
-            RawBone { name: "tip".into(), parent: Some(1), rest: Transform::from_translation(Vec3::Y) },
+            RawBone {
+                name: "root".into(),
+                parent: None,
+                rest: Transform::IDENTITY,
+            },
+            RawBone {
+                name: "elbow".into(),
+                parent: Some(0),
+                rest: Transform::from_translation(Vec3::Y),
+            },
+            RawBone {
+                name: "tip".into(),
+                parent: Some(1),
+                rest: Transform::from_translation(Vec3::Y),
+            },
         ],
     }
     .bake()
@@ -47,7 +60,10 @@ fn bend(rig: &Rig) -> Clip {
         bones: vec![RawBoneTracks {
             bone: "elbow".into(),
             translation: None,
-            rotation: Some(RawTrack::linear(vec![0.0, 1.0], vec![Quat::IDENTITY, Quat::from_rotation_z(FRAC_PI_2)])),
+            rotation: Some(RawTrack::linear(
+                vec![0.0, 1.0],
+                vec![Quat::IDENTITY, Quat::from_rotation_z(FRAC_PI_2)],
+            )),
             scale: None,
         }],
         additive_reference: Some(AdditiveReference::RestPose),
@@ -63,7 +79,10 @@ fn lift(rig: &Rig) -> Clip {
         looping: false,
         bones: vec![RawBoneTracks {
             bone: "root".into(),
-            translation: Some(RawTrack::linear(vec![0.0, 1.0], vec![Vec3::ZERO, Vec3::Y * 2.0])),
+            translation: Some(RawTrack::linear(
+                vec![0.0, 1.0],
+                vec![Vec3::ZERO, Vec3::Y * 2.0],
+            )),
             rotation: None,
             scale: None,
         }],
@@ -85,7 +104,10 @@ fn arm_mesh() -> SkinnedMesh {
         ],
         positions: vec![Vec3::new(0.0, 2.0, 0.0), Vec3::new(0.5, 1.0, 0.0)],
         normals: vec![],
-        influences: vec![RawVertexInfluences(vec![(0, 1.0)]), RawVertexInfluences(vec![(2, 1.0)])],
+        influences: vec![
+            RawVertexInfluences(vec![(0, 1.0)]),
+            RawVertexInfluences(vec![(2, 1.0)]),
+        ],
         indices: vec![],
     }
     .bake()
@@ -107,33 +129,58 @@ fn one_clip_at_half_time_matches_hand_computed_pose_model_and_palette() {
     let mesh = Arc::new(arm_mesh());
     let mut store = Store::new();
     let e = store
-        .spawn(animated(rig.clone(), vec![AnimationToProcess::new(clip).at(0.5)]))
+        .spawn(animated(
+            rig.clone(),
+            vec![AnimationToProcess::new(clip).at(0.5)],
+        ))
         .unwrap();
     store.insert(e, SkinRef::new(mesh.clone())).unwrap();
-    let mut animator =
-        Animator::with(&mut store, PipelineConfig { advance_clocks: false, ..Default::default() }, |_, _| {}).unwrap();
+    let mut animator = Animator::with(
+        &mut store,
+        PipelineConfig {
+            advance_clocks: false,
+            ..Default::default()
+        },
+        |_, _| {},
+    )
+    .unwrap();
     animator.run_frame(&mut store, 0.0).unwrap();
 
     // Elbow at 45 degrees: slerp half way.
     let local = &store.resource::<LocalPoses>().unwrap().0;
     assert_eq!(local.len(), 3);
-    assert!(local[1].rotation.dot(Quat::from_rotation_z(FRAC_PI_2 / 2.0)).abs() > 1.0 - 1e-6);
+    assert!(
+        local[1]
+            .rotation
+            .dot(Quat::from_rotation_z(FRAC_PI_2 / 2.0))
+            .abs()
+            > 1.0 - 1e-6
+    );
     // Tip in model space: elbow at (0,1,0) rotated 45 deg about Z, tip one unit along the rotated Y:
     // (-sin 45, 1 + cos 45, 0).
     let s = std::f32::consts::FRAC_1_SQRT_2;
     let model = &store.resource::<ModelPoses>().unwrap().0;
-    assert!(close(model[2].translation.into(), Vec3::new(-s, 1.0 + s, 0.0)));
+    assert!(close(
+        model[2].translation.into(),
+        Vec3::new(-s, 1.0 + s, 0.0)
+    ));
 
     let slot = *store.get::<FrameSlot>(e).unwrap();
     assert_eq!((slot.bone_count, slot.palette_count), (3, 4));
     let palette = animator.palettes(&store);
     assert_eq!(palette.len(), 4);
     // Mesh bone 0 is "tip": the bind-pose tip position (0,2,0) goes to the animated tip.
-    assert!(close(palette_point(&palette[0], Vec3::new(0.0, 2.0, 0.0)), Vec3::new(-s, 1.0 + s, 0.0)));
+    assert!(close(
+        palette_point(&palette[0], Vec3::new(0.0, 2.0, 0.0)),
+        Vec3::new(-s, 1.0 + s, 0.0)
+    ));
     // "ghost" has no rig bone: identity (stays in bind pose).
     assert_eq!(palette[1], [1., 0., 0., 0., 1., 0., 0., 0., 1., 0., 0., 0.]);
     // "elbow": a point at (0.5, 1, 0) (bind) rotates 45 degrees about the elbow.
-    assert!(close(palette_point(&palette[2], Vec3::new(0.5, 1.0, 0.0)), Vec3::new(0.5 * s, 1.0 + 0.5 * s, 0.0)));
+    assert!(close(
+        palette_point(&palette[2], Vec3::new(0.5, 1.0, 0.0)),
+        Vec3::new(0.5 * s, 1.0 + 0.5 * s, 0.0)
+    ));
     // Skinning with the CPU reference gives the same.
     let (p, _) = mesh.skin_cpu(palette);
     assert!(close(p[0], Vec3::new(-s, 1.0 + s, 0.0)));
@@ -144,18 +191,33 @@ fn layers_masks_additive_and_rest_fill() {
     let rig = Arc::new(arm_rig());
     let bend = Arc::new(bend(&rig));
     let lift = Arc::new(lift(&rig));
-    let only_elbow =
-        Arc::new(RawAvatarMask { name: "elbow only".into(), bones: vec![("elbow".into(), 1.0)], include_descendants: false }.bake(&rig).unwrap());
+    let only_elbow = Arc::new(
+        RawAvatarMask {
+            name: "elbow only".into(),
+            bones: vec![("elbow".into(), 1.0)],
+            include_descendants: false,
+        }
+        .bake(&rig)
+        .unwrap(),
+    );
     let mut store = Store::new();
     // a: override bend at weight 0.5 → elbow 22.5° (rest fills the other half: slerp-like nlerp of 0 and 45°)
-    let a = store.spawn(animated(rig.clone(), vec![AnimationToProcess::new(bend.clone()).at(0.5).weight(0.5)])).unwrap();
+    let a = store
+        .spawn(animated(
+            rig.clone(),
+            vec![AnimationToProcess::new(bend.clone()).at(0.5).weight(0.5)],
+        ))
+        .unwrap();
     // b: lift on layer 0, bend on layer 1 masked to the elbow only, at 1 s.
     let b = store
         .spawn(animated(
             rig.clone(),
             vec![
                 AnimationToProcess::new(lift.clone()).at(1.0),
-                AnimationToProcess::new(bend.clone()).at(1.0).layer(1, BlendMode::Override).mask(only_elbow.clone()),
+                AnimationToProcess::new(bend.clone())
+                    .at(1.0)
+                    .layer(1, BlendMode::Override)
+                    .mask(only_elbow.clone()),
             ],
         ))
         .unwrap();
@@ -165,26 +227,50 @@ fn layers_masks_additive_and_rest_fill() {
             rig.clone(),
             vec![
                 AnimationToProcess::new(lift.clone()).at(0.5),
-                AnimationToProcess::new(bend.clone()).at(1.0).layer(1, BlendMode::Additive),
+                AnimationToProcess::new(bend.clone())
+                    .at(1.0)
+                    .layer(1, BlendMode::Additive),
             ],
         ))
         .unwrap();
-    let mut animator =
-        Animator::with(&mut store, PipelineConfig { advance_clocks: false, ..Default::default() }, |_, _| {}).unwrap();
+    let mut animator = Animator::with(
+        &mut store,
+        PipelineConfig {
+            advance_clocks: false,
+            ..Default::default()
+        },
+        |_, _| {},
+    )
+    .unwrap();
     animator.run_frame(&mut store, 0.0).unwrap();
     let local = store.resource::<LocalPoses>().unwrap().0.clone();
     let off = |e| store.get::<FrameSlot>(e).unwrap().bone_offset as usize;
 
     // a: normalised sum of 0.5 * q(45°) and 0.5 * identity = q(22.5°).
     let qa = local[off(a) + 1].rotation;
-    assert!(qa.dot(Quat::from_rotation_z(FRAC_PI_2 / 4.0)).abs() > 1.0 - 1e-6, "{qa}");
+    assert!(
+        qa.dot(Quat::from_rotation_z(FRAC_PI_2 / 4.0)).abs() > 1.0 - 1e-6,
+        "{qa}"
+    );
     // b: root lifted by 2 (layer 0), elbow at 90° (layer 1, masked), tip untouched.
     assert!(close(local[off(b)].translation, Vec3::Y * 2.0));
-    assert!(local[off(b) + 1].rotation.dot(Quat::from_rotation_z(FRAC_PI_2)).abs() > 1.0 - 1e-6);
+    assert!(
+        local[off(b) + 1]
+            .rotation
+            .dot(Quat::from_rotation_z(FRAC_PI_2))
+            .abs()
+            > 1.0 - 1e-6
+    );
     // The mask keeps layer 1 off the root: layer 1's bend would leave root at rest (0), but layer 0 said 2.
     // c: root at 1 (lift at 0.5) and elbow rest + 90° additive.
     assert!(close(local[off(c)].translation, Vec3::Y));
-    assert!(local[off(c) + 1].rotation.dot(Quat::from_rotation_z(FRAC_PI_2)).abs() > 1.0 - 1e-6);
+    assert!(
+        local[off(c) + 1]
+            .rotation
+            .dot(Quat::from_rotation_z(FRAC_PI_2))
+            .abs()
+            > 1.0 - 1e-6
+    );
     for t in &local {
         assert!((t.rotation.length() - 1.0).abs() < 1e-5);
     }
@@ -205,20 +291,34 @@ fn empty_crowd_runs_and_produces_nothing() {
 #[test]
 fn a_clip_baked_for_another_rig_stops_the_frame_naming_the_node() {
     let rig = Arc::new(arm_rig());
-    let other = RawRig { name: "other".into(), bones: vec![RawBone { name: "elbow".into(), parent: None, rest: Transform::IDENTITY }] }
-        .bake()
-        .unwrap();
+    let other = RawRig {
+        name: "other".into(),
+        bones: vec![RawBone {
+            name: "elbow".into(),
+            parent: None,
+            rest: Transform::IDENTITY,
+        }],
+    }
+    .bake()
+    .unwrap();
     let foreign = Arc::new(
         RawClip {
             name: "foreign".into(),
-            bones: vec![RawBoneTracks { bone: "elbow".into(), translation: None, rotation: Some(RawTrack::step(vec![0.0], vec![Quat::IDENTITY])), scale: None }],
+            bones: vec![RawBoneTracks {
+                bone: "elbow".into(),
+                translation: None,
+                rotation: Some(RawTrack::step(vec![0.0], vec![Quat::IDENTITY])),
+                scale: None,
+            }],
             ..Default::default()
         }
         .bake(&other)
         .unwrap(),
     );
     let mut store = Store::new();
-    store.spawn(animated(rig, vec![AnimationToProcess::new(foreign)])).unwrap();
+    store
+        .spawn(animated(rig, vec![AnimationToProcess::new(foreign)]))
+        .unwrap();
     let mut animator = Animator::new(&mut store).unwrap();
     let err = animator.run_frame(&mut store, 0.1).unwrap_err();
     assert_eq!(err.node(), Some("1 bone offsets"));
@@ -233,13 +333,20 @@ fn a_palette_slice_that_is_too_short_is_an_error_not_a_panic() {
     store.insert(e, SkinRef::new(Arc::new(arm_mesh()))).unwrap();
     let mut animator = Animator::new(&mut store).unwrap();
     let mut short = vec![[0.0f32; 12]; 2];
-    let err = animator.run_frame_into(&mut store, 0.0, &mut short).unwrap_err();
+    let err = animator
+        .run_frame_into(&mut store, 0.0, &mut short)
+        .unwrap_err();
     assert_eq!(err.node(), Some("9 skinning"));
     let mut enough = vec![[0.0f32; 12]; 4];
-    animator.run_frame_into(&mut store, 0.0, &mut enough).unwrap();
+    animator
+        .run_frame_into(&mut store, 0.0, &mut enough)
+        .unwrap();
     // No animation: rest pose = bind pose, so every palette entry is the identity.
     for p in &enough {
-        for (a, b) in p.iter().zip([1., 0., 0., 0., 1., 0., 0., 0., 1., 0., 0., 0.]) {
+        for (a, b) in p
+            .iter()
+            .zip([1., 0., 0., 0., 1., 0., 0., 0., 1., 0., 0., 0.])
+        {
             assert!((a - b).abs() < 1e-6);
         }
     }
@@ -254,19 +361,28 @@ fn a_user_node_between_propagation_and_skinning_changes_the_palette() {
     store.insert(e, SkinRef::new(mesh)).unwrap();
     // An "IK" step that moves the tip bone (flat bone 2) by +1 in X in model space.
     let mut animator = Animator::with(&mut store, PipelineConfig::default(), |b, nodes| {
-        let ik = b.add_node(FnNode::new("ik", Access::new().write::<ModelPoses>(), |ctx| {
-            let mut model = ctx.resource_mut::<ModelPoses>().map_err(NodeError::from_error)?;
-            if let Some(m) = model.0.get_mut(2) {
-                m.translation.x += 1.0;
-            }
-            Ok(())
-        }));
+        let ik = b.add_node(FnNode::new(
+            "ik",
+            Access::new().write::<ModelPoses>(),
+            |ctx| {
+                let mut model = ctx
+                    .resource_mut::<ModelPoses>()
+                    .map_err(NodeError::from_error)?;
+                if let Some(m) = model.0.get_mut(2) {
+                    m.translation.x += 1.0;
+                }
+                Ok(())
+            },
+        ));
         b.add_edge(nodes.propagate, ik).add_edge(ik, nodes.skinning);
     })
     .unwrap();
     animator.run_frame(&mut store, 0.0).unwrap();
     let palette = animator.palettes(&store);
-    assert!(close(palette_point(&palette[0], Vec3::new(0.0, 2.0, 0.0)), Vec3::new(1.0, 2.0, 0.0)));
+    assert!(close(
+        palette_point(&palette[0], Vec3::new(0.0, 2.0, 0.0)),
+        Vec3::new(1.0, 2.0, 0.0)
+    ));
     let order: Vec<&str> = animator.timings().iter().map(|t| t.name.as_str()).collect();
     assert!(order.contains(&"ik"));
 }
@@ -282,7 +398,10 @@ fn root_motion_accumulates_across_loop_wraps_and_keeps_the_root_in_place() {
             root_motion: true,
             bones: vec![RawBoneTracks {
                 bone: "root".into(),
-                translation: Some(RawTrack::linear(vec![0.0, 1.0], vec![Vec3::ZERO, Vec3::Z * 2.0])),
+                translation: Some(RawTrack::linear(
+                    vec![0.0, 1.0],
+                    vec![Vec3::ZERO, Vec3::Z * 2.0],
+                )),
                 rotation: None,
                 scale: None,
             }],
@@ -292,7 +411,9 @@ fn root_motion_accumulates_across_loop_wraps_and_keeps_the_root_in_place() {
         .unwrap(),
     );
     let mut store = Store::new();
-    let e = store.spawn(animated(rig, vec![AnimationToProcess::new(walk)])).unwrap();
+    let e = store
+        .spawn(animated(rig, vec![AnimationToProcess::new(walk)]))
+        .unwrap();
     store.insert(e, EntityTransform::default()).unwrap();
     store.insert(e, RootMotion::default()).unwrap();
     let mut animator = Animator::new(&mut store).unwrap();
@@ -301,13 +422,20 @@ fn root_motion_accumulates_across_loop_wraps_and_keeps_the_root_in_place() {
         animator.run_frame(&mut store, dt).unwrap();
         // Root stays where the clip starts.
         let off = store.get::<FrameSlot>(e).unwrap().bone_offset as usize;
-        assert!(close(store.resource::<LocalPoses>().unwrap().0[off].translation, Vec3::ZERO));
+        assert!(close(
+            store.resource::<LocalPoses>().unwrap().0[off].translation,
+            Vec3::ZERO
+        ));
     }
     // 25 frames of 0.1 s = 2.5 s = 5 m, across two loop wraps.
     let t = store.get::<EntityTransform>(e).unwrap().0.translation;
     assert!((t - Vec3::Z * 5.0).length() < 1e-4, "{t}");
     let m = store.get::<RootMotion>(e).unwrap();
-    assert!((m.velocity - Vec3::Z * 2.0).length() < 1e-3, "{}", m.velocity);
+    assert!(
+        (m.velocity - Vec3::Z * 2.0).length() < 1e-3,
+        "{}",
+        m.velocity
+    );
 }
 
 #[test]
@@ -318,28 +446,66 @@ fn events_fire_once_per_pass_forward_across_wraps_and_backward() {
             name: "steps".into(),
             duration: Some(1.0),
             looping: true,
-            events: vec![RawEvent { name: "step".into(), time: 0.25, payload: 1.0 }, RawEvent { name: "step".into(), time: 0.75, payload: 2.0 }],
+            events: vec![
+                RawEvent {
+                    name: "step".into(),
+                    time: 0.25,
+                    payload: 1.0,
+                },
+                RawEvent {
+                    name: "step".into(),
+                    time: 0.75,
+                    payload: 2.0,
+                },
+            ],
             ..Default::default()
         }
         .bake(&rig)
         .unwrap(),
     );
     let mut store = Store::new();
-    let e = store.spawn(animated(rig, vec![AnimationToProcess::new(clip.clone())])).unwrap();
+    let e = store
+        .spawn(animated(rig, vec![AnimationToProcess::new(clip.clone())]))
+        .unwrap();
     store.insert(e, FiredEvents::default()).unwrap();
     let mut animator = Animator::new(&mut store).unwrap();
     let mut fired = Vec::new();
     // 0.3 s steps: (0,.3] (.3,.6] (.6,.9] (.9,1.2] (1.2,1.5] → 0.25, -, 0.75, -, 1.25 (0.25 wrapped)
     for _ in 0..5 {
         animator.run_frame(&mut store, 0.3).unwrap();
-        fired.push(store.get::<FiredEvents>(e).unwrap().0.iter().map(|f| f.payload).collect::<Vec<_>>());
+        fired.push(
+            store
+                .get::<FiredEvents>(e)
+                .unwrap()
+                .0
+                .iter()
+                .map(|f| f.payload)
+                .collect::<Vec<_>>(),
+        );
     }
     assert_eq!(fired, vec![vec![1.0], vec![], vec![2.0], vec![], vec![1.0]]);
-    assert!(store.get::<FiredEvents>(e).unwrap().0.iter().all(|f| f.name == bone_hash("step")));
+    assert!(
+        store
+            .get::<FiredEvents>(e)
+            .unwrap()
+            .0
+            .iter()
+            .all(|f| f.name == bone_hash("step"))
+    );
     // Backwards from 1.5 to 0.5 passes 1.25 (0.25 wrapped) and 0.75.
-    store.get_mut::<sinew_jobs::component::Animations>(e).unwrap().iter_mut().for_each(|a| a.speed = -1.0);
+    store
+        .get_mut::<sinew_jobs::component::Animations>(e)
+        .unwrap()
+        .iter_mut()
+        .for_each(|a| a.speed = -1.0);
     animator.run_frame(&mut store, 1.0).unwrap();
-    let mut back: Vec<f32> = store.get::<FiredEvents>(e).unwrap().0.iter().map(|f| f.payload).collect();
+    let mut back: Vec<f32> = store
+        .get::<FiredEvents>(e)
+        .unwrap()
+        .0
+        .iter()
+        .map(|f| f.payload)
+        .collect();
     back.sort_by(f32::total_cmp);
     assert_eq!(back, vec![1.0, 2.0]);
 }
@@ -349,15 +515,41 @@ fn exposed_bone_entities_follow_their_bone_in_world_space() {
     let rig = Arc::new(arm_rig());
     let clip = Arc::new(bend(&rig));
     let mut store = Store::new();
-    let owner = store.spawn(animated(rig, vec![AnimationToProcess::new(clip).at(1.0)])).unwrap();
-    store.insert(owner, EntityTransform(Transform::from_translation(Vec3::X * 10.0))).unwrap();
-    let hat = store.spawn((ExposedBone { owner, bone: BoneIndex(2) }, BoneWorld::default())).unwrap();
-    let mut animator =
-        Animator::with(&mut store, PipelineConfig { advance_clocks: false, ..Default::default() }, |_, _| {}).unwrap();
+    let owner = store
+        .spawn(animated(rig, vec![AnimationToProcess::new(clip).at(1.0)]))
+        .unwrap();
+    store
+        .insert(
+            owner,
+            EntityTransform(Transform::from_translation(Vec3::X * 10.0)),
+        )
+        .unwrap();
+    let hat = store
+        .spawn((
+            ExposedBone {
+                owner,
+                bone: BoneIndex(2),
+            },
+            BoneWorld::default(),
+        ))
+        .unwrap();
+    let mut animator = Animator::with(
+        &mut store,
+        PipelineConfig {
+            advance_clocks: false,
+            ..Default::default()
+        },
+        |_, _| {},
+    )
+    .unwrap();
     animator.run_frame(&mut store, 0.0).unwrap();
     // Elbow at 90° about Z: tip at (-1, 1, 0) in model space, + (10, 0, 0) in the world.
     let w = store.get::<BoneWorld>(hat).unwrap().0;
-    assert!(close(w.translation.into(), Vec3::new(9.0, 1.0, 0.0)), "{}", w.translation);
+    assert!(
+        close(w.translation.into(), Vec3::new(9.0, 1.0, 0.0)),
+        "{}",
+        w.translation
+    );
 }
 
 #[test]

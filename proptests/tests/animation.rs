@@ -4,13 +4,15 @@
 use glam::{Quat, Vec3};
 use proptest::prelude::*;
 use sinew_jobs::asset::{
-    AdditiveReference, BoneIndex, Clip, KeySpan, RawAvatarMask, RawBone, RawBoneTracks, RawClip, RawCurve, RawRig,
-    RawTrack, Rig, Transform,
+    AdditiveReference, BoneIndex, Clip, KeySpan, RawAvatarMask, RawBone, RawBoneTracks, RawClip,
+    RawCurve, RawRig, RawTrack, Rig, Transform,
 };
 use sinew_jobs::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 use sinew_jobs::frame::{BoneSlot, EntityCounts};
 use sinew_jobs::j2_prefix_sum::{PrefixSumJob, scan_sequential};
-use sinew_jobs::j4_sample_blend::{EntitySampling, SampleBlendJob, resolve_spans, sample_blend_bone};
+use sinew_jobs::j4_sample_blend::{
+    EntitySampling, SampleBlendJob, resolve_spans, sample_blend_bone,
+};
 use std::sync::Arc;
 
 const BONES: usize = 5;
@@ -25,7 +27,11 @@ fn rig() -> Rig {
             .map(|i| RawBone {
                 name: format!("bone{i}"),
                 parent: parents[i],
-                rest: Transform::new(Vec3::new(0.1 * i as f32, 1.0, 0.0), Quat::from_rotation_x(0.1 * i as f32), Vec3::ONE),
+                rest: Transform::new(
+                    Vec3::new(0.1 * i as f32, 1.0, 0.0),
+                    Quat::from_rotation_x(0.1 * i as f32),
+                    Vec3::ONE,
+                ),
             })
             .collect(),
     }
@@ -65,12 +71,26 @@ fn arb_clip(keys: usize) -> impl Strategy<Value = RawClip> {
                         RawBoneTracks {
                             bone: format!("bone{b}"),
                             translation: Some(if hermite {
-                                RawTrack::hermite(times.clone(), tr.clone(), tr.iter().map(|v| *v * 0.5).collect(), tr.iter().map(|v| -*v).collect())
+                                RawTrack::hermite(
+                                    times.clone(),
+                                    tr.clone(),
+                                    tr.iter().map(|v| *v * 0.5).collect(),
+                                    tr.iter().map(|v| -*v).collect(),
+                                )
                             } else {
                                 RawTrack::linear(times.clone(), tr)
                             }),
-                            rotation: Some(RawTrack::linear(times.clone(), r[b * keys..(b + 1) * keys].to_vec())),
-                            scale: Some(RawTrack::linear(times.clone(), s[b * keys..(b + 1) * keys].iter().map(|&x| Vec3::splat(x)).collect())),
+                            rotation: Some(RawTrack::linear(
+                                times.clone(),
+                                r[b * keys..(b + 1) * keys].to_vec(),
+                            )),
+                            scale: Some(RawTrack::linear(
+                                times.clone(),
+                                s[b * keys..(b + 1) * keys]
+                                    .iter()
+                                    .map(|&x| Vec3::splat(x))
+                                    .collect(),
+                            )),
                         }
                     })
                     .collect(),
@@ -81,14 +101,25 @@ fn arb_clip(keys: usize) -> impl Strategy<Value = RawClip> {
 }
 
 /// Samples and blends every bone of one entity through the job's per-bone function.
-fn blend(rig: &Rig, anims: &[AnimationToProcess], layer_weights: [f32; MAX_LAYERS]) -> Vec<Transform> {
+fn blend(
+    rig: &Rig,
+    anims: &[AnimationToProcess],
+    layer_weights: [f32; MAX_LAYERS],
+) -> Vec<Transform> {
     let mut sorted = anims.to_vec();
     sorted.sort_by_key(|a| a.layer);
     let need: usize = sorted.iter().map(|a| a.clip.timelines().len()).sum();
     let mut spans = vec![KeySpan::default(); need];
     resolve_spans(&sorted, &mut SamplingCursors::default(), &mut spans);
-    let e = EntitySampling { rig, animations: &sorted, layer_weights, span_offset: 0 };
-    (0..rig.bone_count()).map(|b| sample_blend_bone(&e, &spans, b)).collect()
+    let e = EntitySampling {
+        rig,
+        animations: &sorted,
+        layer_weights,
+        span_offset: 0,
+    };
+    (0..rig.bone_count())
+        .map(|b| sample_blend_bone(&e, &spans, b))
+        .collect()
 }
 
 fn same_pose(a: &Transform, b: &Transform, tol: f32) -> bool {
@@ -98,10 +129,17 @@ fn same_pose(a: &Transform, b: &Transform, tol: f32) -> bool {
 }
 
 fn lerp_pose(a: &Transform, b: &Transform, w: f32) -> Transform {
-    let rb = if a.rotation.dot(b.rotation) < 0.0 { -b.rotation } else { b.rotation };
+    let rb = if a.rotation.dot(b.rotation) < 0.0 {
+        -b.rotation
+    } else {
+        b.rotation
+    };
     Transform {
         translation: a.translation * (1.0 - w) + b.translation * w,
-        rotation: Quat::from_vec4(glam::Vec4::from(a.rotation) * (1.0 - w) + glam::Vec4::from(rb) * w).normalize(),
+        rotation: Quat::from_vec4(
+            glam::Vec4::from(a.rotation) * (1.0 - w) + glam::Vec4::from(rb) * w,
+        )
+        .normalize(),
         scale: a.scale * (1.0 - w) + b.scale * w,
     }
 }

@@ -1,7 +1,9 @@
+use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
-use super::BakeError;
-use crate::math::{Transform, hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest};
+use crate::math::{
+    Transform, hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
+};
 use glam::{Quat, Vec3};
 
 /// How values between two keys are computed.
@@ -36,15 +38,38 @@ pub struct RawTrack<T> {
 impl<T> RawTrack<T> {
     /// A linear track.
     pub fn linear(times: Vec<f32>, values: Vec<T>) -> Self {
-        Self { interpolation: Interpolation::Linear, times, values, in_tangents: Vec::new(), out_tangents: Vec::new() }
+        Self {
+            interpolation: Interpolation::Linear,
+            times,
+            values,
+            in_tangents: Vec::new(),
+            out_tangents: Vec::new(),
+        }
     }
     /// A step track.
     pub fn step(times: Vec<f32>, values: Vec<T>) -> Self {
-        Self { interpolation: Interpolation::Step, times, values, in_tangents: Vec::new(), out_tangents: Vec::new() }
+        Self {
+            interpolation: Interpolation::Step,
+            times,
+            values,
+            in_tangents: Vec::new(),
+            out_tangents: Vec::new(),
+        }
     }
     /// A Hermite track.
-    pub fn hermite(times: Vec<f32>, values: Vec<T>, in_tangents: Vec<T>, out_tangents: Vec<T>) -> Self {
-        Self { interpolation: Interpolation::Hermite, times, values, in_tangents, out_tangents }
+    pub fn hermite(
+        times: Vec<f32>,
+        values: Vec<T>,
+        in_tangents: Vec<T>,
+        out_tangents: Vec<T>,
+    ) -> Self {
+        Self {
+            interpolation: Interpolation::Hermite,
+            times,
+            values,
+            in_tangents,
+            out_tangents,
+        }
     }
 }
 
@@ -149,11 +174,21 @@ impl Timeline {
         let times = &self.times;
         let n = times.len();
         if n <= 1 || t <= times[0] || t.is_nan() {
-            return KeySpan { k0: 0, k1: 0, alpha: 0.0, dt: 0.0 };
+            return KeySpan {
+                k0: 0,
+                k1: 0,
+                alpha: 0.0,
+                dt: 0.0,
+            };
         }
         let last = n - 1;
         if t >= times[last] {
-            return KeySpan { k0: last as u32, k1: last as u32, alpha: 0.0, dt: 0.0 };
+            return KeySpan {
+                k0: last as u32,
+                k1: last as u32,
+                alpha: 0.0,
+                dt: 0.0,
+            };
         }
         // Invariant wanted: times[k] <= t < times[k + 1], k < last.
         let mut k = (cursor as usize).min(last - 1);
@@ -172,7 +207,12 @@ impl Timeline {
         }
         let t0 = times[k];
         let dt = times[k + 1] - t0;
-        KeySpan { k0: k as u32, k1: k as u32 + 1, alpha: (t - t0) / dt, dt }
+        KeySpan {
+            k0: k as u32,
+            k1: k as u32 + 1,
+            alpha: (t - t0) / dt,
+            dt,
+        }
     }
 }
 
@@ -317,11 +357,18 @@ impl KeyValue for f32 {
 }
 
 impl ClipBuilder<'_> {
-    fn check_track<T: KeyValue>(&mut self, track: &RawTrack<T>, label: &str) -> Result<u32, BakeError> {
+    fn check_track<T: KeyValue>(
+        &mut self,
+        track: &RawTrack<T>,
+        label: &str,
+    ) -> Result<u32, BakeError> {
         let asset = &self.asset;
         let n = track.times.len();
         if n == 0 {
-            return Err(BakeError::Empty { asset: asset.clone(), what: "a track's key list" });
+            return Err(BakeError::Empty {
+                asset: asset.clone(),
+                what: "a track's key list",
+            });
         }
         if track.values.len() != n {
             return Err(BakeError::LengthMismatch {
@@ -332,7 +379,10 @@ impl ClipBuilder<'_> {
             });
         }
         if track.interpolation == Interpolation::Hermite {
-            for (what, v) in [("in tangents", &track.in_tangents), ("out tangents", &track.out_tangents)] {
+            for (what, v) in [
+                ("in tangents", &track.in_tangents),
+                ("out tangents", &track.out_tangents),
+            ] {
                 if v.len() != n {
                     return Err(BakeError::LengthMismatch {
                         asset: asset.clone(),
@@ -345,17 +395,34 @@ impl ClipBuilder<'_> {
         }
         for (k, t) in track.times.iter().enumerate() {
             if !t.is_finite() {
-                return Err(BakeError::NotFinite { asset: asset.clone(), location: format!("track '{label}' key time {k}") });
+                return Err(BakeError::NotFinite {
+                    asset: asset.clone(),
+                    location: format!("track '{label}' key time {k}"),
+                });
             }
             if k > 0 && *t <= track.times[k - 1] {
-                return Err(BakeError::KeyTimesNotIncreasing { asset: asset.clone(), track: label.to_string(), key: k });
+                return Err(BakeError::KeyTimesNotIncreasing {
+                    asset: asset.clone(),
+                    track: label.to_string(),
+                    key: k,
+                });
             }
         }
-        let all = track.values.iter().chain(&track.in_tangents).chain(&track.out_tangents);
+        let all = track
+            .values
+            .iter()
+            .chain(&track.in_tangents)
+            .chain(&track.out_tangents);
         if let Some(k) = all.clone().position(|v| !v.finite()) {
-            return Err(BakeError::NotFinite { asset: asset.clone(), location: format!("track '{label}' value or tangent {k}") });
+            return Err(BakeError::NotFinite {
+                asset: asset.clone(),
+                location: format!("track '{label}' value or tangent {k}"),
+            });
         }
-        self.hasher.str(label).u64(track.interpolation as u64).f32s(&track.times);
+        self.hasher
+            .str(label)
+            .u64(track.interpolation as u64)
+            .f32s(&track.times);
         for v in all {
             v.hash_into(self.hasher);
         }
@@ -363,7 +430,9 @@ impl ClipBuilder<'_> {
         let idx = match self.timelines.iter().position(|tl| tl.times == track.times) {
             Some(i) => i,
             None => {
-                self.timelines.push(Timeline { times: track.times.clone() });
+                self.timelines.push(Timeline {
+                    times: track.times.clone(),
+                });
                 self.timelines.len() - 1
             }
         };
@@ -379,7 +448,12 @@ impl ClipBuilder<'_> {
             self.vec3_in.extend_from_slice(&track.in_tangents);
             self.vec3_out.extend_from_slice(&track.out_tangents);
         }
-        Ok(Channel { timeline, interpolation: track.interpolation, first, first_tangent })
+        Ok(Channel {
+            timeline,
+            interpolation: track.interpolation,
+            first,
+            first_tangent,
+        })
     }
 
     fn quat(&mut self, track: &RawTrack<Quat>, label: &str) -> Result<Channel, BakeError> {
@@ -388,7 +462,10 @@ impl ClipBuilder<'_> {
         for (k, q) in track.values.iter().enumerate() {
             let len = q.length();
             if !(len > 1e-6) {
-                return Err(BakeError::NotFinite { asset: self.asset.clone(), location: format!("track '{label}' rotation key {k} (zero length)") });
+                return Err(BakeError::NotFinite {
+                    asset: self.asset.clone(),
+                    location: format!("track '{label}' rotation key {k} (zero length)"),
+                });
             }
             // Hermite rotations are interpolated component-wise, so keep their scale with the tangents.
             if track.interpolation == Interpolation::Hermite {
@@ -402,7 +479,12 @@ impl ClipBuilder<'_> {
             self.quat_in.extend_from_slice(&track.in_tangents);
             self.quat_out.extend_from_slice(&track.out_tangents);
         }
-        Ok(Channel { timeline, interpolation: track.interpolation, first, first_tangent })
+        Ok(Channel {
+            timeline,
+            interpolation: track.interpolation,
+            first,
+            first_tangent,
+        })
     }
 
     fn scalar(&mut self, track: &RawTrack<f32>, label: &str) -> Result<Channel, BakeError> {
@@ -414,7 +496,12 @@ impl ClipBuilder<'_> {
             self.f32_in.extend_from_slice(&track.in_tangents);
             self.f32_out.extend_from_slice(&track.out_tangents);
         }
-        Ok(Channel { timeline, interpolation: track.interpolation, first, first_tangent })
+        Ok(Channel {
+            timeline,
+            interpolation: track.interpolation,
+            first,
+            first_tangent,
+        })
     }
 }
 
@@ -429,8 +516,14 @@ impl RawClip {
         let asset = format!("clip '{}'", self.name);
         let n = rig.bone_count();
         let mut hasher = ContentHasher::new();
-        hasher.str("clip").str(&self.name).u64(u64::from(self.looping)).u64(u64::from(self.root_motion));
-        hasher.u64(rig.content_hash().0 as u64).u64((rig.content_hash().0 >> 64) as u64);
+        hasher
+            .str("clip")
+            .str(&self.name)
+            .u64(u64::from(self.looping))
+            .u64(u64::from(self.root_motion));
+        hasher
+            .u64(rig.content_hash().0 as u64)
+            .u64((rig.content_hash().0 >> 64) as u64);
         let mut b = ClipBuilder {
             asset: asset.clone(),
             timelines: Vec::new(),
@@ -453,9 +546,15 @@ impl RawClip {
         for tracks in &self.bones {
             let bone = rig
                 .find_by_name(&tracks.bone)
-                .ok_or_else(|| BakeError::UnknownBone { asset: asset.clone(), bone: tracks.bone.clone() })?;
+                .ok_or_else(|| BakeError::UnknownBone {
+                    asset: asset.clone(),
+                    bone: tracks.bone.clone(),
+                })?;
             if std::mem::replace(&mut bound[bone.get()], true) {
-                return Err(BakeError::Invalid { asset: asset.clone(), reason: format!("bone '{}' has two track sets", tracks.bone) });
+                return Err(BakeError::Invalid {
+                    asset: asset.clone(),
+                    reason: format!("bone '{}' has two track sets", tracks.bone),
+                });
             }
             b.hasher.str(&tracks.bone);
             if let Some(t) = &tracks.translation {
@@ -475,24 +574,53 @@ impl RawClip {
         for c in &self.curves {
             let channel = b.scalar(&c.track, &format!("curve {}", c.name))?;
             last_key = last_key.max(c.track.times.last().copied().unwrap_or(0.0));
-            curves.push(CurveChannel { name: c.name.clone(), hash: bone_hash(&c.name), channel });
+            curves.push(CurveChannel {
+                name: c.name.clone(),
+                hash: bone_hash(&c.name),
+                channel,
+            });
         }
         let duration = match self.duration {
             Some(d) if d.is_finite() && d >= 0.0 => d,
-            Some(_) => return Err(BakeError::NotFinite { asset, location: "duration".into() }),
+            Some(_) => {
+                return Err(BakeError::NotFinite {
+                    asset,
+                    location: "duration".into(),
+                });
+            }
             None => last_key,
         };
         let mut events = Vec::with_capacity(self.events.len());
         for e in &self.events {
             if !e.time.is_finite() || !e.payload.is_finite() {
-                return Err(BakeError::NotFinite { asset, location: format!("event '{}'", e.name) });
+                return Err(BakeError::NotFinite {
+                    asset,
+                    location: format!("event '{}'", e.name),
+                });
             }
             b.hasher.str(&e.name).f32(e.time).f32(e.payload);
-            events.push(ClipEvent { name: e.name.clone(), hash: bone_hash(&e.name), time: e.time, payload: e.payload });
+            events.push(ClipEvent {
+                name: e.name.clone(),
+                hash: bone_hash(&e.name),
+                time: e.time,
+                payload: e.payload,
+            });
         }
         events.sort_by(|a, b| a.time.total_cmp(&b.time));
         b.hasher.f32(duration);
-        let ClipBuilder { timelines, vec3_values, vec3_in, vec3_out, quat_values, quat_in, quat_out, f32_values, f32_in, f32_out, .. } = b;
+        let ClipBuilder {
+            timelines,
+            vec3_values,
+            vec3_in,
+            vec3_out,
+            quat_values,
+            quat_in,
+            quat_out,
+            f32_values,
+            f32_in,
+            f32_out,
+            ..
+        } = b;
         let mut clip = Clip {
             name: self.name.clone(),
             linear_rotation: LinearRotation::Slerp,
@@ -500,7 +628,9 @@ impl RawClip {
             looping: self.looping,
             rig_hash: rig.content_hash(),
             timelines,
-            bone_channels: (0..n).map(|i| [translation[i], rotation[i], scale[i]]).collect(),
+            bone_channels: (0..n)
+                .map(|i| [translation[i], rotation[i], scale[i]])
+                .collect(),
             translation,
             rotation,
             scale,
@@ -524,16 +654,30 @@ impl RawClip {
             let poses = match reference {
                 AdditiveReference::RestPose => rig.rest_pose().to_vec(),
                 AdditiveReference::ClipStart => {
-                    let t0 = clip.timelines.iter().filter_map(|t| t.times.first().copied()).fold(f32::INFINITY, f32::min);
+                    let t0 = clip
+                        .timelines
+                        .iter()
+                        .filter_map(|t| t.times.first().copied())
+                        .fold(f32::INFINITY, f32::min);
                     let t0 = if t0.is_finite() { t0 } else { 0.0 };
-                    (0..n).map(|i| clip.sample_bone(BoneIndex(i as u32), t0)).collect()
+                    (0..n)
+                        .map(|i| clip.sample_bone(BoneIndex(i as u32), t0))
+                        .collect()
                 }
                 AdditiveReference::Pose(list) => {
                     let mut poses = rig.rest_pose().to_vec();
                     for (name, pose) in list {
-                        let bone = rig.find_by_name(name).ok_or_else(|| BakeError::UnknownBone { asset: asset.clone(), bone: name.clone() })?;
+                        let bone =
+                            rig.find_by_name(name)
+                                .ok_or_else(|| BakeError::UnknownBone {
+                                    asset: asset.clone(),
+                                    bone: name.clone(),
+                                })?;
                         if !pose.is_valid() {
-                            return Err(BakeError::NotFinite { asset, location: format!("additive reference of bone '{name}'") });
+                            return Err(BakeError::NotFinite {
+                                asset,
+                                location: format!("additive reference of bone '{name}'"),
+                            });
                         }
                         poses[bone.get()] = *pose;
                     }
@@ -624,7 +768,10 @@ impl Clip {
         if mode != self.linear_rotation {
             c.linear_rotation = mode;
             let mut h = ContentHasher::new();
-            h.u64(self.content_hash.0 as u64).u64((self.content_hash.0 >> 64) as u64).str("linear rotation").u64(mode as u64);
+            h.u64(self.content_hash.0 as u64)
+                .u64((self.content_hash.0 >> 64) as u64)
+                .str("linear rotation")
+                .u64(mode as u64);
             c.content_hash = h.finish();
         }
         c
@@ -695,7 +842,9 @@ impl Clip {
                 let j0 = (c.first_tangent + span.k0) as usize;
                 let j1 = (c.first_tangent + span.k1) as usize;
                 match (self.quat_out.get(j0), self.quat_in.get(j1)) {
-                    (Some(&o0), Some(&i1)) if span.k0 != span.k1 => hermite_quat(q0, o0, q1, i1, span.dt, span.alpha),
+                    (Some(&o0), Some(&i1)) if span.k0 != span.k1 => {
+                        hermite_quat(q0, o0, q1, i1, span.dt, span.alpha)
+                    }
                     _ => q0.normalize(),
                 }
             }
@@ -733,19 +882,29 @@ impl Clip {
     /// The span of a timeline at clip time `t`, searched from scratch.
     #[inline]
     pub fn locate(&self, timeline: u32, t: f32) -> KeySpan {
-        self.timelines.get(timeline as usize).map_or_else(KeySpan::default, |tl| tl.locate(t, 0))
+        self.timelines
+            .get(timeline as usize)
+            .map_or_else(KeySpan::default, |tl| tl.locate(t, 0))
     }
 
     /// Samples one bone from spans already located on this clip's timelines (`spans[i]` for
     /// timeline `i`): the sampling job's inner step. Parts without a track take `rest`.
     #[inline(always)]
     pub fn sample_bone_at(&self, bone: usize, spans: &[KeySpan], rest: &Transform) -> Transform {
-        let Some([t, r, s]) = self.bone_channels.get(bone) else { return *rest };
+        let Some([t, r, s]) = self.bone_channels.get(bone) else {
+            return *rest;
+        };
         let span = |c: &Channel| spans.get(c.timeline as usize).copied().unwrap_or_default();
         Transform {
-            translation: t.as_ref().map_or(rest.translation, |c| self.eval_vec3(c, &span(c))),
-            rotation: r.as_ref().map_or(rest.rotation, |c| self.eval_quat(c, &span(c))),
-            scale: s.as_ref().map_or(rest.scale, |c| self.eval_vec3(c, &span(c))),
+            translation: t
+                .as_ref()
+                .map_or(rest.translation, |c| self.eval_vec3(c, &span(c))),
+            rotation: r
+                .as_ref()
+                .map_or(rest.rotation, |c| self.eval_quat(c, &span(c))),
+            scale: s
+                .as_ref()
+                .map_or(rest.scale, |c| self.eval_vec3(c, &span(c))),
         }
     }
 
@@ -753,11 +912,40 @@ impl Clip {
     /// or parts without a track take the rest pose. The sampling job is checked against it.
     pub fn sample_bone(&self, bone: BoneIndex, t: f32) -> Transform {
         let i = bone.get();
-        let rest = self.rest_pose.get(i).copied().unwrap_or(Transform::IDENTITY);
-        let translation = self.translation.get(i).copied().flatten().map_or(rest.translation, |c| self.eval_vec3(&c, &self.locate(c.timeline, t)));
-        let rotation = self.rotation.get(i).copied().flatten().map_or(rest.rotation, |c| self.eval_quat(&c, &self.locate(c.timeline, t)));
-        let scale = self.scale.get(i).copied().flatten().map_or(rest.scale, |c| self.eval_vec3(&c, &self.locate(c.timeline, t)));
-        Transform { translation, rotation, scale }
+        let rest = self
+            .rest_pose
+            .get(i)
+            .copied()
+            .unwrap_or(Transform::IDENTITY);
+        let translation = self
+            .translation
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or(rest.translation, |c| {
+                self.eval_vec3(&c, &self.locate(c.timeline, t))
+            });
+        let rotation = self
+            .rotation
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or(rest.rotation, |c| {
+                self.eval_quat(&c, &self.locate(c.timeline, t))
+            });
+        let scale = self
+            .scale
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or(rest.scale, |c| {
+                self.eval_vec3(&c, &self.locate(c.timeline, t))
+            });
+        Transform {
+            translation,
+            rotation,
+            scale,
+        }
     }
 
     /// Reference sampler for a user curve at clip time `t`.
@@ -776,8 +964,16 @@ mod tests {
         RawRig {
             name: "r".into(),
             bones: vec![
-                RawBone { name: "root".into(), parent: None, rest: Transform::IDENTITY },
-                RawBone { name: "b".into(), parent: Some(0), rest: Transform::from_translation(Vec3::Y) },
+                RawBone {
+                    name: "root".into(),
+                    parent: None,
+                    rest: Transform::IDENTITY,
+                },
+                RawBone {
+                    name: "b".into(),
+                    parent: Some(0),
+                    rest: Transform::from_translation(Vec3::Y),
+                },
             ],
         }
         .bake()
@@ -792,13 +988,24 @@ mod tests {
             name: "c".into(),
             bones: vec![RawBoneTracks {
                 bone: "b".into(),
-                translation: Some(RawTrack::linear(times.clone(), vec![Vec3::ZERO, Vec3::X * 2.0, Vec3::X * 4.0])),
+                translation: Some(RawTrack::linear(
+                    times.clone(),
+                    vec![Vec3::ZERO, Vec3::X * 2.0, Vec3::X * 4.0],
+                )),
                 rotation: None,
-                scale: Some(RawTrack::step(times.clone(), vec![Vec3::ONE, Vec3::splat(2.0), Vec3::splat(3.0)])),
+                scale: Some(RawTrack::step(
+                    times.clone(),
+                    vec![Vec3::ONE, Vec3::splat(2.0), Vec3::splat(3.0)],
+                )),
             }],
             curves: vec![RawCurve {
                 name: "h".into(),
-                track: RawTrack::hermite(vec![0.0, 2.0], vec![0.0, 4.0], vec![1.0, -1.0], vec![1.0, -1.0]),
+                track: RawTrack::hermite(
+                    vec![0.0, 2.0],
+                    vec![0.0, 4.0],
+                    vec![1.0, -1.0],
+                    vec![1.0, -1.0],
+                ),
             }],
             ..Default::default()
         };
@@ -807,7 +1014,10 @@ mod tests {
         assert_eq!(clip.timelines().len(), 2, "T and S share a timeline");
         // Before the first key: hold the first value. After the last: the last.
         assert_eq!(clip.sample_bone(BoneIndex(1), 0.0).translation, Vec3::ZERO);
-        assert_eq!(clip.sample_bone(BoneIndex(1), 9.0).translation, Vec3::X * 4.0);
+        assert_eq!(
+            clip.sample_bone(BoneIndex(1), 9.0).translation,
+            Vec3::X * 4.0
+        );
         // 1.0 is half way between 0.5 and 1.5.
         assert!((clip.sample_bone(BoneIndex(1), 1.0).translation - Vec3::X).length() < 1e-6);
         assert_eq!(clip.sample_bone(BoneIndex(1), 1.49).scale, Vec3::ONE);
@@ -821,7 +1031,11 @@ mod tests {
 
     #[test]
     fn locate_with_a_cursor_agrees_with_a_fresh_search() {
-        let tl = Timeline { times: (0..50).map(|i| i as f32 * 0.1 + (i % 3) as f32 * 0.01).collect() };
+        let tl = Timeline {
+            times: (0..50)
+                .map(|i| i as f32 * 0.1 + (i % 3) as f32 * 0.01)
+                .collect(),
+        };
         let mut cursor = 0;
         let mut t = -0.3;
         while t < 5.5 {
@@ -840,15 +1054,47 @@ mod tests {
         let rig = rig();
         let mk = |track: RawTrack<Vec3>| RawClip {
             name: "bad".into(),
-            bones: vec![RawBoneTracks { bone: "b".into(), translation: Some(track), rotation: None, scale: None }],
+            bones: vec![RawBoneTracks {
+                bone: "b".into(),
+                translation: Some(track),
+                rotation: None,
+                scale: None,
+            }],
             ..Default::default()
         };
-        assert!(matches!(mk(RawTrack::linear(vec![0.0, 0.0], vec![Vec3::ZERO; 2])).bake(&rig), Err(BakeError::KeyTimesNotIncreasing { .. })));
-        assert!(matches!(mk(RawTrack::linear(vec![0.0, 1.0], vec![Vec3::ZERO])).bake(&rig), Err(BakeError::LengthMismatch { .. })));
-        assert!(matches!(mk(RawTrack::linear(vec![0.0], vec![Vec3::NAN])).bake(&rig), Err(BakeError::NotFinite { .. })));
-        assert!(matches!(mk(RawTrack::linear(vec![f32::NAN], vec![Vec3::ZERO])).bake(&rig), Err(BakeError::NotFinite { .. })));
-        assert!(matches!(mk(RawTrack::linear(vec![], vec![])).bake(&rig), Err(BakeError::Empty { .. })));
-        let unknown = RawClip { name: "u".into(), bones: vec![RawBoneTracks { bone: "nope".into(), translation: None, rotation: None, scale: None }], ..Default::default() };
-        assert!(matches!(unknown.bake(&rig), Err(BakeError::UnknownBone { .. })));
+        assert!(matches!(
+            mk(RawTrack::linear(vec![0.0, 0.0], vec![Vec3::ZERO; 2])).bake(&rig),
+            Err(BakeError::KeyTimesNotIncreasing { .. })
+        ));
+        assert!(matches!(
+            mk(RawTrack::linear(vec![0.0, 1.0], vec![Vec3::ZERO])).bake(&rig),
+            Err(BakeError::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            mk(RawTrack::linear(vec![0.0], vec![Vec3::NAN])).bake(&rig),
+            Err(BakeError::NotFinite { .. })
+        ));
+        assert!(matches!(
+            mk(RawTrack::linear(vec![f32::NAN], vec![Vec3::ZERO])).bake(&rig),
+            Err(BakeError::NotFinite { .. })
+        ));
+        assert!(matches!(
+            mk(RawTrack::linear(vec![], vec![])).bake(&rig),
+            Err(BakeError::Empty { .. })
+        ));
+        let unknown = RawClip {
+            name: "u".into(),
+            bones: vec![RawBoneTracks {
+                bone: "nope".into(),
+                translation: None,
+                rotation: None,
+                scale: None,
+            }],
+            ..Default::default()
+        };
+        assert!(matches!(
+            unknown.bake(&rig),
+            Err(BakeError::UnknownBone { .. })
+        ));
     }
 }

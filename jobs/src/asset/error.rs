@@ -85,19 +85,49 @@ impl fmt::Display for BakeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Empty { asset, what } => write!(f, "{asset}: {what} is empty"),
-            Self::BadHierarchy { asset, bone, reason } => write!(f, "{asset}: bone '{bone}': {reason}"),
-            Self::DuplicateBoneName { asset, name } => write!(f, "{asset}: two bones are named '{name}'"),
-            Self::NotFinite { asset, location } => write!(f, "{asset}: {location} is NaN, infinite or not a unit rotation"),
-            Self::LengthMismatch { asset, location, expected, actual } => {
-                write!(f, "{asset}: {location} has {actual} entries, expected {expected}")
+            Self::BadHierarchy {
+                asset,
+                bone,
+                reason,
+            } => write!(f, "{asset}: bone '{bone}': {reason}"),
+            Self::DuplicateBoneName { asset, name } => {
+                write!(f, "{asset}: two bones are named '{name}'")
+            }
+            Self::NotFinite { asset, location } => write!(
+                f,
+                "{asset}: {location} is NaN, infinite or not a unit rotation"
+            ),
+            Self::LengthMismatch {
+                asset,
+                location,
+                expected,
+                actual,
+            } => {
+                write!(
+                    f,
+                    "{asset}: {location} has {actual} entries, expected {expected}"
+                )
             }
             Self::KeyTimesNotIncreasing { asset, track, key } => {
-                write!(f, "{asset}: track '{track}': key time {key} does not increase")
+                write!(
+                    f,
+                    "{asset}: track '{track}': key time {key} does not increase"
+                )
             }
-            Self::IndexOutOfRange { asset, location, index, len } => {
-                write!(f, "{asset}: {location}: index {index} out of range (len {len})")
+            Self::IndexOutOfRange {
+                asset,
+                location,
+                index,
+                len,
+            } => {
+                write!(
+                    f,
+                    "{asset}: {location}: index {index} out of range (len {len})"
+                )
             }
-            Self::UnknownBone { asset, bone } => write!(f, "{asset}: no bone named '{bone}' in the rig"),
+            Self::UnknownBone { asset, bone } => {
+                write!(f, "{asset}: no bone named '{bone}' in the rig")
+            }
             Self::Invalid { asset, reason } => write!(f, "{asset}: {reason}"),
         }
     }

@@ -36,7 +36,9 @@ impl Default for ContentHasher {
 impl ContentHasher {
     /// A fresh hasher.
     pub fn new() -> Self {
-        Self { state: FNV128_OFFSET }
+        Self {
+            state: FNV128_OFFSET,
+        }
     }
 
     /// Feeds bytes.

@@ -1,6 +1,6 @@
+use super::BakeError;
 use super::hash::{ContentHash, ContentHasher};
 use super::rig::Rig;
-use super::BakeError;
 
 /// An editable avatar mask: the bones a layer may touch, each with a weight in `[0, 1]`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -35,9 +35,17 @@ impl RawAvatarMask {
         let mut weights = vec![0.0f32; n];
         let mut listed = vec![false; n];
         for (name, w) in &self.bones {
-            let b = rig.find_by_name(name).ok_or_else(|| BakeError::UnknownBone { asset: asset.clone(), bone: name.clone() })?;
+            let b = rig
+                .find_by_name(name)
+                .ok_or_else(|| BakeError::UnknownBone {
+                    asset: asset.clone(),
+                    bone: name.clone(),
+                })?;
             if !(0.0..=1.0).contains(w) {
-                return Err(BakeError::NotFinite { asset, location: format!("weight of bone '{name}' (must be in [0, 1])") });
+                return Err(BakeError::NotFinite {
+                    asset,
+                    location: format!("weight of bone '{name}' (must be in [0, 1])"),
+                });
             }
             weights[b.get()] = *w;
             listed[b.get()] = true;
@@ -57,7 +65,12 @@ impl RawAvatarMask {
         }
         let mut h = ContentHasher::new();
         h.str("mask").str(&self.name).f32s(&weights);
-        Ok(AvatarMask { name: self.name.clone(), weights, rig_hash: rig.content_hash(), content_hash: h.finish() })
+        Ok(AvatarMask {
+            name: self.name.clone(),
+            weights,
+            rig_hash: rig.content_hash(),
+            content_hash: h.finish(),
+        })
     }
 }
 

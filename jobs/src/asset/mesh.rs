@@ -1,5 +1,5 @@
-use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::BakeError;
+use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use glam::{Affine3A, Mat4, Vec3};
 
 /// Influences per vertex that the baked mesh can carry (two sets of four).
@@ -67,34 +67,66 @@ impl RawSkinnedMesh {
     pub fn bake(&self) -> Result<SkinnedMesh, BakeError> {
         let asset = format!("mesh '{}'", self.name);
         if self.bones.is_empty() {
-            return Err(BakeError::Empty { asset, what: "the bone list" });
+            return Err(BakeError::Empty {
+                asset,
+                what: "the bone list",
+            });
         }
         let nv = self.positions.len();
         if self.influences.len() != nv {
-            return Err(BakeError::LengthMismatch { asset, location: "influences".into(), expected: nv, actual: self.influences.len() });
+            return Err(BakeError::LengthMismatch {
+                asset,
+                location: "influences".into(),
+                expected: nv,
+                actual: self.influences.len(),
+            });
         }
         if !self.normals.is_empty() && self.normals.len() != nv {
-            return Err(BakeError::LengthMismatch { asset, location: "normals".into(), expected: nv, actual: self.normals.len() });
+            return Err(BakeError::LengthMismatch {
+                asset,
+                location: "normals".into(),
+                expected: nv,
+                actual: self.normals.len(),
+            });
         }
         let mut hasher = ContentHasher::new();
-        hasher.str("mesh").str(&self.name).u64(self.bones.len() as u64);
+        hasher
+            .str("mesh")
+            .str(&self.name)
+            .u64(self.bones.len() as u64);
         let mut bones = Vec::with_capacity(self.bones.len());
         let mut seen = hashbrown::HashSet::new();
         for (name, m) in &self.bones {
             if !m.is_finite() {
-                return Err(BakeError::NotFinite { asset, location: format!("inverse bind matrix of bone '{name}'") });
+                return Err(BakeError::NotFinite {
+                    asset,
+                    location: format!("inverse bind matrix of bone '{name}'"),
+                });
             }
             if !seen.insert(name.as_str()) {
-                return Err(BakeError::DuplicateBoneName { asset, name: name.clone() });
+                return Err(BakeError::DuplicateBoneName {
+                    asset,
+                    name: name.clone(),
+                });
             }
             hasher.str(name).mat4(m);
-            bones.push(SkinnedMeshBone { name: name.clone(), hash: bone_hash(name), inverse_bind: *m });
+            bones.push(SkinnedMeshBone {
+                name: name.clone(),
+                hash: bone_hash(name),
+                inverse_bind: *m,
+            });
         }
         if let Some(i) = self.positions.iter().position(|p| !p.is_finite()) {
-            return Err(BakeError::NotFinite { asset, location: format!("position of vertex {i}") });
+            return Err(BakeError::NotFinite {
+                asset,
+                location: format!("position of vertex {i}"),
+            });
         }
         if let Some(i) = self.normals.iter().position(|p| !p.is_finite()) {
-            return Err(BakeError::NotFinite { asset, location: format!("normal of vertex {i}") });
+            return Err(BakeError::NotFinite {
+                asset,
+                location: format!("normal of vertex {i}"),
+            });
         }
         let extra = self.influences.iter().any(|inf| inf.0.len() > 4);
         let mut joints = Vec::with_capacity(nv);
@@ -104,15 +136,29 @@ impl RawSkinnedMesh {
         let mut renormalized = 0;
         for (v, inf) in self.influences.iter().enumerate() {
             if inf.0.len() > MAX_INFLUENCES {
-                return Err(BakeError::Invalid { asset, reason: format!("vertex {v} has {} influences (at most {MAX_INFLUENCES})", inf.0.len()) });
+                return Err(BakeError::Invalid {
+                    asset,
+                    reason: format!(
+                        "vertex {v} has {} influences (at most {MAX_INFLUENCES})",
+                        inf.0.len()
+                    ),
+                });
             }
             let mut list: Vec<(u16, f32)> = Vec::with_capacity(MAX_INFLUENCES);
             for &(j, w) in &inf.0 {
                 if usize::from(j) >= self.bones.len() {
-                    return Err(BakeError::IndexOutOfRange { asset, location: format!("joint of vertex {v}"), index: usize::from(j), len: self.bones.len() });
+                    return Err(BakeError::IndexOutOfRange {
+                        asset,
+                        location: format!("joint of vertex {v}"),
+                        index: usize::from(j),
+                        len: self.bones.len(),
+                    });
                 }
                 if !w.is_finite() || w < 0.0 {
-                    return Err(BakeError::NotFinite { asset, location: format!("weight of vertex {v} (must be finite and >= 0)") });
+                    return Err(BakeError::NotFinite {
+                        asset,
+                        location: format!("weight of vertex {v} (must be finite and >= 0)"),
+                    });
                 }
                 if w > 0.0 {
                     list.push((j, w));
@@ -120,7 +166,10 @@ impl RawSkinnedMesh {
             }
             let sum: f32 = list.iter().map(|x| x.1).sum();
             if !(sum > 0.0) {
-                return Err(BakeError::Invalid { asset, reason: format!("vertex {v} has no positive weight") });
+                return Err(BakeError::Invalid {
+                    asset,
+                    reason: format!("vertex {v} has no positive weight"),
+                });
             }
             if (sum - 1.0).abs() > 1e-3 {
                 renormalized += 1;
@@ -143,10 +192,21 @@ impl RawSkinnedMesh {
             }
         }
         if self.indices.len() % 3 != 0 {
-            return Err(BakeError::Invalid { asset, reason: format!("{} indices is not a whole number of triangles", self.indices.len()) });
+            return Err(BakeError::Invalid {
+                asset,
+                reason: format!(
+                    "{} indices is not a whole number of triangles",
+                    self.indices.len()
+                ),
+            });
         }
         if let Some(&i) = self.indices.iter().find(|&&i| i as usize >= nv) {
-            return Err(BakeError::IndexOutOfRange { asset, location: "triangle indices".into(), index: i as usize, len: nv });
+            return Err(BakeError::IndexOutOfRange {
+                asset,
+                location: "triangle indices".into(),
+                index: i as usize,
+                len: nv,
+            });
         }
         for p in &self.positions {
             hasher.vec3(*p);
@@ -159,7 +219,10 @@ impl RawSkinnedMesh {
         }
         Ok(SkinnedMesh {
             name: self.name.clone(),
-            inverse_binds: bones.iter().map(|b| Affine3A::from_mat4(b.inverse_bind)).collect(),
+            inverse_binds: bones
+                .iter()
+                .map(|b| Affine3A::from_mat4(b.inverse_bind))
+                .collect(),
             bones,
             positions: self.positions.clone(),
             normals: self.normals.clone(),
@@ -236,22 +299,31 @@ impl SkinnedMesh {
     /// missing entries.
     pub fn skin_cpu(&self, palette: &[[f32; 12]]) -> (Vec<Vec3>, Vec<Vec3>) {
         let mats: Vec<Affine3A> = (0..self.bones.len())
-            .map(|i| palette.get(i).map_or(Affine3A::IDENTITY, |p| {
-                Affine3A::from_cols_array(p)
-            }))
+            .map(|i| {
+                palette
+                    .get(i)
+                    .map_or(Affine3A::IDENTITY, |p| Affine3A::from_cols_array(p))
+            })
             .collect();
         let mut out_p = Vec::with_capacity(self.positions.len());
         let mut out_n = Vec::with_capacity(self.normals.len());
         for v in 0..self.positions.len() {
             let mut m = [0.0f32; 12];
-            let sets = [(self.joints.get(v), self.weights.get(v)), (self.joints_extra.get(v), self.weights_extra.get(v))];
+            let sets = [
+                (self.joints.get(v), self.weights.get(v)),
+                (self.joints_extra.get(v), self.weights_extra.get(v)),
+            ];
             for (j, w) in sets {
                 let (Some(j), Some(w)) = (j, w) else { continue };
                 for k in 0..4 {
                     if w[k] == 0.0 {
                         continue;
                     }
-                    let a = mats.get(j[k] as usize).copied().unwrap_or(Affine3A::IDENTITY).to_cols_array();
+                    let a = mats
+                        .get(j[k] as usize)
+                        .copied()
+                        .unwrap_or(Affine3A::IDENTITY)
+                        .to_cols_array();
                     for e in 0..12 {
                         m[e] += a[e] * w[k];
                     }
@@ -274,10 +346,16 @@ mod tests {
     fn raw() -> RawSkinnedMesh {
         RawSkinnedMesh {
             name: "m".into(),
-            bones: vec![("a".into(), Mat4::IDENTITY), ("b".into(), Mat4::from_translation(Vec3::NEG_Y))],
+            bones: vec![
+                ("a".into(), Mat4::IDENTITY),
+                ("b".into(), Mat4::from_translation(Vec3::NEG_Y)),
+            ],
             positions: vec![Vec3::ZERO, Vec3::Y],
             normals: vec![],
-            influences: vec![RawVertexInfluences(vec![(0, 1.0)]), RawVertexInfluences(vec![(0, 0.2), (1, 0.6)])],
+            influences: vec![
+                RawVertexInfluences(vec![(0, 1.0)]),
+                RawVertexInfluences(vec![(0, 0.2), (1, 0.6)]),
+            ],
             indices: vec![],
         }
     }

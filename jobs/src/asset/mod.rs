@@ -15,8 +15,8 @@ mod rig;
 
 pub use crate::math::Transform;
 pub use clip::{
-    AdditiveReference, Channel, Clip, ClipEvent, CurveChannel, Interpolation, KeySpan, LinearRotation, RawBoneTracks,
-    RawClip, RawCurve, RawEvent, RawTrack, Timeline,
+    AdditiveReference, Channel, Clip, ClipEvent, CurveChannel, Interpolation, KeySpan,
+    LinearRotation, RawBoneTracks, RawClip, RawCurve, RawEvent, RawTrack, Timeline,
 };
 pub use error::BakeError;
 pub use hash::{BoneHash, ContentHash, ContentHasher, bone_hash};

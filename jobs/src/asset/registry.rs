@@ -48,6 +48,11 @@ impl AssetRegistry {
         fn n<T>(m: &Mutex<HashMap<ContentHash, Arc<T>>>) -> usize {
             m.lock().map_or(0, |m| m.len())
         }
-        (n(&self.rigs), n(&self.clips), n(&self.meshes), n(&self.masks))
+        (
+            n(&self.rigs),
+            n(&self.clips),
+            n(&self.meshes),
+            n(&self.masks),
+        )
     }
 }

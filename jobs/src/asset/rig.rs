@@ -1,5 +1,5 @@
-use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::BakeError;
+use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use crate::math::Transform;
 use hashbrown::HashMap;
 
@@ -62,10 +62,16 @@ impl RawRig {
         let asset = format!("rig '{}'", self.name);
         let n = self.bones.len();
         if n == 0 {
-            return Err(BakeError::Empty { asset, what: "the bone list" });
+            return Err(BakeError::Empty {
+                asset,
+                what: "the bone list",
+            });
         }
         if n >= NO_PARENT as usize {
-            return Err(BakeError::Invalid { asset, reason: format!("{n} bones is too many") });
+            return Err(BakeError::Invalid {
+                asset,
+                reason: format!("{n} bones is too many"),
+            });
         }
         let mut seen = HashMap::with_capacity(n);
         for (i, b) in self.bones.iter().enumerate() {
@@ -78,14 +84,24 @@ impl RawRig {
                     });
                 }
                 if p == i {
-                    return Err(BakeError::BadHierarchy { asset, bone: b.name.clone(), reason: "is its own parent".into() });
+                    return Err(BakeError::BadHierarchy {
+                        asset,
+                        bone: b.name.clone(),
+                        reason: "is its own parent".into(),
+                    });
                 }
             }
             if !b.rest.is_valid() {
-                return Err(BakeError::NotFinite { asset, location: format!("rest pose of bone '{}'", b.name) });
+                return Err(BakeError::NotFinite {
+                    asset,
+                    location: format!("rest pose of bone '{}'", b.name),
+                });
             }
             if seen.insert(bone_hash(&b.name), i).is_some() {
-                return Err(BakeError::DuplicateBoneName { asset, name: b.name.clone() });
+                return Err(BakeError::DuplicateBoneName {
+                    asset,
+                    name: b.name.clone(),
+                });
             }
         }
         // Stable parent-first order: repeatedly emit, in input order, bones whose parent is placed.
@@ -105,7 +121,12 @@ impl RawRig {
         }
         if order.len() != n {
             let placed: hashbrown::HashSet<usize> = order.iter().copied().collect();
-            let bone = self.bones.iter().enumerate().find(|(i, _)| !placed.contains(i)).map(|(_, b)| b.name.clone());
+            let bone = self
+                .bones
+                .iter()
+                .enumerate()
+                .find(|(i, _)| !placed.contains(i))
+                .map(|(_, b)| b.name.clone());
             return Err(BakeError::BadHierarchy {
                 asset,
                 bone: bone.unwrap_or_default(),
@@ -118,10 +139,16 @@ impl RawRig {
         }
         let names: Vec<String> = order.iter().map(|&i| self.bones[i].name.clone()).collect();
         let hashes: Vec<BoneHash> = names.iter().map(|s| bone_hash(s)).collect();
-        let parents: Vec<u32> =
-            order.iter().map(|&i| self.bones[i].parent.map_or(NO_PARENT, |p| new_index[p])).collect();
+        let parents: Vec<u32> = order
+            .iter()
+            .map(|&i| self.bones[i].parent.map_or(NO_PARENT, |p| new_index[p]))
+            .collect();
         let rest_pose: Vec<Transform> = order.iter().map(|&i| self.bones[i].rest).collect();
-        let by_hash = hashes.iter().enumerate().map(|(i, h)| (*h, BoneIndex(i as u32))).collect();
+        let by_hash = hashes
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (*h, BoneIndex(i as u32)))
+            .collect();
         let mut h = ContentHasher::new();
         h.str("rig").u64(n as u64);
         for i in 0..n {
@@ -165,7 +192,9 @@ impl Rig {
     }
     /// The parent of `bone`, `None` for a root.
     pub fn parent(&self, bone: BoneIndex) -> Option<BoneIndex> {
-        self.parents.get(bone.get()).and_then(|&p| (p != NO_PARENT).then_some(BoneIndex(p)))
+        self.parents
+            .get(bone.get())
+            .and_then(|&p| (p != NO_PARENT).then_some(BoneIndex(p)))
     }
     /// The rest pose, parent-first order.
     pub fn rest_pose(&self) -> &[Transform] {
@@ -199,13 +228,24 @@ mod tests {
     use glam::Vec3;
 
     fn bone(name: &str, parent: Option<usize>) -> RawBone {
-        RawBone { name: name.into(), parent, rest: Transform::from_translation(Vec3::X) }
+        RawBone {
+            name: name.into(),
+            parent,
+            rest: Transform::from_translation(Vec3::X),
+        }
     }
 
     #[test]
     fn bake_orders_parent_first_and_keeps_a_map_back() {
         //   input order: [hand, arm, root]   hierarchy: root -> arm -> hand
-        let raw = RawRig { name: "r".into(), bones: vec![bone("hand", Some(1)), bone("arm", Some(2)), bone("root", None)] };
+        let raw = RawRig {
+            name: "r".into(),
+            bones: vec![
+                bone("hand", Some(1)),
+                bone("arm", Some(2)),
+                bone("root", None),
+            ],
+        };
         let rig = raw.bake().unwrap();
         assert_eq!(rig.bone_names(), &["root", "arm", "hand"]);
         assert_eq!(rig.parent_indices(), &[NO_PARENT, 0, 1]);
@@ -215,25 +255,52 @@ mod tests {
 
     #[test]
     fn bake_rejects_cycles_duplicates_and_bad_parents() {
-        let cyc = RawRig { name: "c".into(), bones: vec![bone("a", Some(1)), bone("b", Some(0))] };
+        let cyc = RawRig {
+            name: "c".into(),
+            bones: vec![bone("a", Some(1)), bone("b", Some(0))],
+        };
         assert!(matches!(cyc.bake(), Err(BakeError::BadHierarchy { .. })));
-        let dup = RawRig { name: "d".into(), bones: vec![bone("a", None), bone("a", Some(0))] };
-        assert!(matches!(dup.bake(), Err(BakeError::DuplicateBoneName { .. })));
-        let oob = RawRig { name: "o".into(), bones: vec![bone("a", Some(7))] };
+        let dup = RawRig {
+            name: "d".into(),
+            bones: vec![bone("a", None), bone("a", Some(0))],
+        };
+        assert!(matches!(
+            dup.bake(),
+            Err(BakeError::DuplicateBoneName { .. })
+        ));
+        let oob = RawRig {
+            name: "o".into(),
+            bones: vec![bone("a", Some(7))],
+        };
         assert!(matches!(oob.bake(), Err(BakeError::BadHierarchy { .. })));
-        let empty = RawRig { name: "e".into(), bones: vec![] };
+        let empty = RawRig {
+            name: "e".into(),
+            bones: vec![],
+        };
         assert!(matches!(empty.bake(), Err(BakeError::Empty { .. })));
-        let mut nan = RawRig { name: "n".into(), bones: vec![bone("a", None)] };
+        let mut nan = RawRig {
+            name: "n".into(),
+            bones: vec![bone("a", None)],
+        };
         nan.bones[0].rest.translation.x = f32::NAN;
         assert!(matches!(nan.bake(), Err(BakeError::NotFinite { .. })));
     }
 
     #[test]
     fn equal_content_gives_equal_hashes() {
-        let a = RawRig { name: "x".into(), bones: vec![bone("a", None), bone("b", Some(0))] };
+        let a = RawRig {
+            name: "x".into(),
+            bones: vec![bone("a", None), bone("b", Some(0))],
+        };
         let mut b = a.clone();
-        assert_eq!(a.bake().unwrap().content_hash(), b.bake().unwrap().content_hash());
+        assert_eq!(
+            a.bake().unwrap().content_hash(),
+            b.bake().unwrap().content_hash()
+        );
         b.bones[1].rest.translation.y = 1.0;
-        assert_ne!(a.bake().unwrap().content_hash(), b.bake().unwrap().content_hash());
+        assert_ne!(
+            a.bake().unwrap().content_hash(),
+            b.bake().unwrap().content_hash()
+        );
     }
 }

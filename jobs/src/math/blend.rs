@@ -39,7 +39,12 @@ impl Default for PoseAccumulator {
 
 impl PoseAccumulator {
     /// Nothing accumulated yet.
-    pub const EMPTY: Self = Self { translation: Vec3::ZERO, rotation: Vec4::ZERO, scale: Vec3::ZERO, weight: 0.0 };
+    pub const EMPTY: Self = Self {
+        translation: Vec3::ZERO,
+        rotation: Vec4::ZERO,
+        scale: Vec3::ZERO,
+        weight: 0.0,
+    };
 
     /// The accumulated weight `W` in `[0, 1]`.
     pub fn weight(&self) -> f32 {
@@ -54,7 +59,11 @@ impl PoseAccumulator {
         }
         let inv = 1.0 / layer_pose.weight;
         let keep = 1.0 - alpha;
-        let reference = if self.weight > 0.0 { self.rotation } else { layer_pose.rotation };
+        let reference = if self.weight > 0.0 {
+            self.rotation
+        } else {
+            layer_pose.rotation
+        };
         let layer_rotation = if reference.dot(layer_pose.rotation) < 0.0 {
             -layer_pose.rotation
         } else {
@@ -89,7 +98,11 @@ impl PoseAccumulator {
         } else {
             rest.rotation
         };
-        Transform { translation, rotation, scale }
+        Transform {
+            translation,
+            rotation,
+            scale,
+        }
     }
 
     /// Restarts the accumulation from a complete pose (after an additive layer).
@@ -123,7 +136,12 @@ impl Default for LayerSum {
 
 impl LayerSum {
     /// An empty sum.
-    pub const EMPTY: Self = Self { translation: Vec3::ZERO, rotation: Vec4::ZERO, scale: Vec3::ZERO, weight: 0.0 };
+    pub const EMPTY: Self = Self {
+        translation: Vec3::ZERO,
+        rotation: Vec4::ZERO,
+        scale: Vec3::ZERO,
+        weight: 0.0,
+    };
 
     /// Adds `pose` with weight `w`.
     #[inline(always)]
@@ -131,7 +149,11 @@ impl LayerSum {
         if w <= 0.0 {
             return;
         }
-        let q = if self.weight > 0.0 { quat_align(self.rotation, pose.rotation) } else { Vec4::from(pose.rotation) };
+        let q = if self.weight > 0.0 {
+            quat_align(self.rotation, pose.rotation)
+        } else {
+            Vec4::from(pose.rotation)
+        };
         self.translation += pose.translation * w;
         self.rotation += q * w;
         self.scale += pose.scale * w;
@@ -144,7 +166,12 @@ impl LayerSum {
 /// `nlerp(identity, r_ref⁻¹·r, w)` on the right (local space); scale multiplies by
 /// `lerp(1, s / s_ref, w)`.
 #[inline]
-pub fn additive_apply(base: &Transform, pose: &Transform, reference: &Transform, w: f32) -> Transform {
+pub fn additive_apply(
+    base: &Transform,
+    pose: &Transform,
+    reference: &Transform,
+    w: f32,
+) -> Transform {
     if w <= 0.0 {
         return *base;
     }
@@ -152,7 +179,11 @@ pub fn additive_apply(base: &Transform, pose: &Transform, reference: &Transform,
     let delta_v = quat_align(Vec4::W, delta_rotation);
     let weighted = Vec4::W + (delta_v - Vec4::W) * w;
     let weighted = Quat::from_vec4(weighted.normalize_or(Vec4::W));
-    let safe_ref_scale = Vec3::select(reference.scale.abs().cmpgt(Vec3::splat(1e-12)), reference.scale, Vec3::ONE);
+    let safe_ref_scale = Vec3::select(
+        reference.scale.abs().cmpgt(Vec3::splat(1e-12)),
+        reference.scale,
+        Vec3::ONE,
+    );
     let delta_scale = pose.scale / safe_ref_scale;
     Transform {
         translation: base.translation + (pose.translation - reference.translation) * w,
@@ -195,7 +226,11 @@ mod tests {
         let rest = pose(10.0, 0.0);
         let out = acc.finish(&rest);
         // 0.25 * 2 + 0.75 * 10 = 8
-        assert!((out.translation - Vec3::splat(8.0)).length() < 1e-5, "{}", out.translation);
+        assert!(
+            (out.translation - Vec3::splat(8.0)).length() < 1e-5,
+            "{}",
+            out.translation
+        );
     }
 
     #[test]

@@ -6,14 +6,26 @@ use glam::{Quat, Vec3, Vec4};
 pub fn hermite_basis(s: f32) -> [f32; 4] {
     let s2 = s * s;
     let s3 = s2 * s;
-    [2.0 * s3 - 3.0 * s2 + 1.0, s3 - 2.0 * s2 + s, -2.0 * s3 + 3.0 * s2, s3 - s2]
+    [
+        2.0 * s3 - 3.0 * s2 + 1.0,
+        s3 - 2.0 * s2 + s,
+        -2.0 * s3 + 3.0 * s2,
+        s3 - s2,
+    ]
 }
 
 /// Cubic Hermite interpolation of a vector between key 0 and key 1. `out_tangent0` and
 /// `in_tangent1` are derivatives per second; `dt` is the key interval in seconds, so the
 /// tangents are scaled by it (glTF CUBICSPLINE and Unity curves both follow this rule).
 #[inline]
-pub fn hermite_vec3(v0: Vec3, out_tangent0: Vec3, v1: Vec3, in_tangent1: Vec3, dt: f32, s: f32) -> Vec3 {
+pub fn hermite_vec3(
+    v0: Vec3,
+    out_tangent0: Vec3,
+    v1: Vec3,
+    in_tangent1: Vec3,
+    dt: f32,
+    s: f32,
+) -> Vec3 {
     let [h00, h10, h01, h11] = hermite_basis(s);
     v0 * h00 + out_tangent0 * (h10 * dt) + v1 * h01 + in_tangent1 * (h11 * dt)
 }
@@ -21,14 +33,25 @@ pub fn hermite_vec3(v0: Vec3, out_tangent0: Vec3, v1: Vec3, in_tangent1: Vec3, d
 /// Component-wise cubic Hermite interpolation of a quaternion, normalised afterwards (the glTF
 /// rule for CUBICSPLINE rotations).
 #[inline]
-pub fn hermite_quat(q0: Quat, out_tangent0: Quat, q1: Quat, in_tangent1: Quat, dt: f32, s: f32) -> Quat {
+pub fn hermite_quat(
+    q0: Quat,
+    out_tangent0: Quat,
+    q1: Quat,
+    in_tangent1: Quat,
+    dt: f32,
+    s: f32,
+) -> Quat {
     let [h00, h10, h01, h11] = hermite_basis(s);
     let v = Vec4::from(q0) * h00
         + Vec4::from(out_tangent0) * (h10 * dt)
         + Vec4::from(q1) * h01
         + Vec4::from(in_tangent1) * (h11 * dt);
     let len = v.length();
-    if len > 0.0 && len.is_finite() { Quat::from_vec4(v / len) } else { q0 }
+    if len > 0.0 && len.is_finite() {
+        Quat::from_vec4(v / len)
+    } else {
+        q0
+    }
 }
 
 /// Linear interpolation of vectors.
@@ -45,7 +68,11 @@ pub fn nlerp_shortest(a: Quat, b: Quat, s: f32) -> Quat {
     let vb = if va.dot(vb) < 0.0 { -vb } else { vb };
     let v = va + (vb - va) * s;
     let len_sq = v.length_squared();
-    if len_sq > 0.0 { Quat::from_vec4(v * len_sq.sqrt().recip()) } else { a }
+    if len_sq > 0.0 {
+        Quat::from_vec4(v * len_sq.sqrt().recip())
+    } else {
+        a
+    }
 }
 
 /// Spherical linear interpolation along the shortest path (the glTF LINEAR rule for
@@ -107,7 +134,10 @@ mod tests {
                 let s = k as f32 / 10.0;
                 let (n, e) = (nlerp_shortest(a, b, s), slerp_shortest(a, b, s));
                 let angle = 2.0 * n.dot(e).abs().min(1.0).acos();
-                assert!(angle <= theta.powi(3) / 8.0 + 1e-5, "theta {theta} s {s}: {angle}");
+                assert!(
+                    angle <= theta.powi(3) / 8.0 + 1e-5,
+                    "theta {theta} s {s}: {angle}"
+                );
             }
         }
     }

@@ -7,5 +7,7 @@ mod keys;
 mod transform;
 
 pub use blend::{LayerSum, PoseAccumulator, additive_apply, quat_align};
-pub use keys::{hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest};
+pub use keys::{
+    hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
+};
 pub use transform::{Transform, palette_3x4};

@@ -20,21 +20,35 @@ impl Default for Transform {
 
 impl Transform {
     /// The identity transform.
-    pub const IDENTITY: Self = Self { translation: Vec3::ZERO, rotation: Quat::IDENTITY, scale: Vec3::ONE };
+    pub const IDENTITY: Self = Self {
+        translation: Vec3::ZERO,
+        rotation: Quat::IDENTITY,
+        scale: Vec3::ONE,
+    };
 
     /// A pure translation.
     pub fn from_translation(translation: Vec3) -> Self {
-        Self { translation, ..Self::IDENTITY }
+        Self {
+            translation,
+            ..Self::IDENTITY
+        }
     }
 
     /// A pure rotation.
     pub fn from_rotation(rotation: Quat) -> Self {
-        Self { rotation, ..Self::IDENTITY }
+        Self {
+            rotation,
+            ..Self::IDENTITY
+        }
     }
 
     /// Translation, rotation and scale.
     pub fn new(translation: Vec3, rotation: Quat, scale: Vec3) -> Self {
-        Self { translation, rotation, scale }
+        Self {
+            translation,
+            rotation,
+            scale,
+        }
     }
 
     /// The affine matrix `T * R * S`.
@@ -59,7 +73,11 @@ impl Transform {
     /// Decomposes an affine matrix into translation, rotation and scale. Shear is lost.
     pub fn from_affine(m: &Affine3A) -> Self {
         let (scale, rotation, translation) = m.to_scale_rotation_translation();
-        Self { translation, rotation, scale }
+        Self {
+            translation,
+            rotation,
+            scale,
+        }
     }
 }
 
@@ -71,7 +89,9 @@ pub fn palette_3x4(m: &Affine3A, out: &mut [f32; 12]) {
     let c1 = m.matrix3.y_axis;
     let c2 = m.matrix3.z_axis;
     let c3 = m.translation;
-    *out = [c0.x, c0.y, c0.z, c1.x, c1.y, c1.z, c2.x, c2.y, c2.z, c3.x, c3.y, c3.z];
+    *out = [
+        c0.x, c0.y, c0.z, c1.x, c1.y, c1.z, c2.x, c2.y, c2.z, c3.x, c3.y, c3.z,
+    ];
 }
 
 #[cfg(test)]
