@@ -89,7 +89,6 @@ fn load_obj(path: &Path) -> Result<Obj, String> {
         triangulate: false,
         ignore_points: true,
         ignore_lines: true,
-        ..Default::default()
     };
     let (models, _) =
         tobj::load_obj(path, &opts).map_err(|e| format!("{}: tobj: {e}", path.display()))?;

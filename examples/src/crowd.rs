@@ -258,7 +258,7 @@ fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
                     .at(hash01(i, 3) * breathe.duration())
                     .layer(2, BlendMode::Additive),
             ];
-            if i % 4 == 0 {
+            if i.is_multiple_of(4) {
                 v.push(
                     AnimationToProcess::new(wave.clone())
                         .at(hash01(i, 4) * wave.duration())

@@ -1,5 +1,7 @@
 //! The crowd example's engine, run small: the summary must describe what really happened.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
+
 use sinew_examples::crowd::{CrowdOptions, format_summary, run_crowd};
 use sinew_jobs::builtin::{RUN_SPEED, WALK_SPEED};
 use std::path::PathBuf;

@@ -18,7 +18,7 @@ pub struct EntityCounts {
 impl EntityCounts {
     /// Component-wise sum, saturating (a crowd of 4 billion bones is refused elsewhere).
     #[inline]
-    pub fn add(self, o: Self) -> Self {
+    pub fn saturating_add(self, o: Self) -> Self {
         Self {
             bones: self.bones.saturating_add(o.bones),
             palette: self.palette.saturating_add(o.palette),
@@ -75,10 +75,10 @@ pub type PaletteEntry = [f32; 12];
 
 /// Cuts `buf` into consecutive pieces of the given lengths (the rest, if any, is dropped).
 /// Returns `None` when the lengths add up to more than `buf.len()`.
-pub fn split_lengths<'a, T>(
-    mut buf: &'a mut [T],
+pub fn split_lengths<T>(
+    mut buf: &mut [T],
     lengths: impl IntoIterator<Item = usize>,
-) -> Option<Vec<&'a mut [T]>> {
+) -> Option<Vec<&mut [T]>> {
     let lengths = lengths.into_iter();
     let mut out = Vec::with_capacity(lengths.size_hint().0);
     for n in lengths {
@@ -98,6 +98,26 @@ pub fn resize_frame_buffer<T: Clone + Default>(v: &mut Vec<T>, n: usize) {
     if v.len() != n {
         v.resize(n, T::default());
     }
+}
+
+/// Cuts `buf` into the pieces `ranges` (half-open, increasing, non-overlapping; gaps between
+/// them are skipped). Returns `None` when the ranges are out of order or run past the end.
+pub fn split_ranges<'a, T>(
+    buf: &'a mut [T],
+    ranges: &[(usize, usize)],
+) -> Option<Vec<&'a mut [T]>> {
+    let mut lengths = Vec::with_capacity(ranges.len() * 2);
+    let mut cursor = 0usize;
+    for &(a, b) in ranges {
+        if a < cursor || b < a {
+            return None;
+        }
+        lengths.push(a - cursor);
+        lengths.push(b - a);
+        cursor = b;
+    }
+    let parts = split_lengths(buf, lengths)?;
+    Some(parts.into_iter().skip(1).step_by(2).collect())
 }
 
 #[cfg(test)]
@@ -120,24 +140,4 @@ mod tests {
         assert!(split_ranges(&mut v, &[(2, 4), (3, 5)]).is_none());
         assert!(split_ranges(&mut v, &[(8, 11)]).is_none());
     }
-}
-
-/// Cuts `buf` into the pieces `ranges` (half-open, increasing, non-overlapping; gaps between
-/// them are skipped). Returns `None` when the ranges are out of order or run past the end.
-pub fn split_ranges<'a, T>(
-    buf: &'a mut [T],
-    ranges: &[(usize, usize)],
-) -> Option<Vec<&'a mut [T]>> {
-    let mut lengths = Vec::with_capacity(ranges.len() * 2);
-    let mut cursor = 0usize;
-    for &(a, b) in ranges {
-        if a < cursor || b < a {
-            return None;
-        }
-        lengths.push(a - cursor);
-        lengths.push(b - a);
-        cursor = b;
-    }
-    let parts = split_lengths(buf, lengths)?;
-    Some(parts.into_iter().skip(1).step_by(2).collect())
 }

@@ -88,13 +88,13 @@ pub(crate) fn validate_animations(
                 clip: a.clip.name().to_string(),
             });
         }
-        if let Some(m) = &a.mask {
-            if m.rig_hash() != rig_hash {
-                return Err(JobError::MaskRigMismatch {
-                    entity,
-                    mask: m.name().to_string(),
-                });
-            }
+        if let Some(m) = &a.mask
+            && m.rig_hash() != rig_hash
+        {
+            return Err(JobError::MaskRigMismatch {
+                entity,
+                mask: m.name().to_string(),
+            });
         }
         if !a.weight.is_finite() || a.weight < 0.0 {
             return Err(JobError::BadAnimation {

@@ -69,13 +69,16 @@ impl PrefixSumJob<'_> {
         let sums: Vec<EntityCounts> = self
             .counts
             .par_chunks(block)
-            .map(|c| c.iter().fold(EntityCounts::default(), |a, &x| a.add(x)))
+            .map(|c| {
+                c.iter()
+                    .fold(EntityCounts::default(), |a, &x| a.saturating_add(x))
+            })
             .collect();
         let mut bases = Vec::with_capacity(sums.len());
         let mut acc = EntityCounts::default();
         for s in &sums {
             bases.push(acc);
-            acc = acc.add(*s);
+            acc = acc.saturating_add(*s);
         }
         self.offsets
             .par_chunks_mut(block)
@@ -97,7 +100,7 @@ pub fn scan_sequential(
     let mut acc = base;
     for (o, &c) in offsets.iter_mut().zip(counts) {
         *o = acc;
-        acc = acc.add(c);
+        acc = acc.saturating_add(c);
     }
     acc
 }

@@ -217,10 +217,8 @@ pub fn sample_blend_bone_with(
     }
     let base = e.span_offset as usize;
     let spans = spans.get(base..).unwrap_or(&[]);
-    if simple {
-        if let Some(pose) = single_override_layer(e, spans, bone, &rest) {
-            return pose;
-        }
+    if simple && let Some(pose) = single_override_layer(e, spans, bone, &rest) {
+        return pose;
     }
     let mut acc = PoseAccumulator::EMPTY;
     let mut span_base = 0usize;

@@ -59,7 +59,7 @@ impl RootMotionJob<'_> {
         for (i, s) in self.slots.iter().enumerate() {
             let root = (s.bone_offset as usize + self.rigs[i].0.root().get())
                 .checked_sub(self.pose_base as usize);
-            if s.bone_count > 0 && !root.is_some_and(|r| r < self.poses.len()) {
+            if s.bone_count > 0 && root.is_none_or(|r| r >= self.poses.len()) {
                 return Err(JobError::LengthMismatch {
                     job: "root motion",
                     buffer: "poses",

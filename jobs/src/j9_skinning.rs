@@ -77,15 +77,15 @@ impl SkinningJob<'_> {
                     mesh: mesh.name().to_string(),
                 });
             }
-            if let Some(rb) = self.skins[i].root_bone {
-                if rb.get() >= s.bone_count as usize {
-                    return Err(JobError::BoneOutOfRange {
-                        job: "skinning",
-                        entity: Some(self.entities[i]),
-                        bone: rb.get(),
-                        bone_count: s.bone_count as usize,
-                    });
-                }
+            if let Some(rb) = self.skins[i].root_bone
+                && rb.get() >= s.bone_count as usize
+            {
+                return Err(JobError::BoneOutOfRange {
+                    job: "skinning",
+                    entity: Some(self.entities[i]),
+                    bone: rb.get(),
+                    bone_count: s.bone_count as usize,
+                });
             }
         }
         Ok(())

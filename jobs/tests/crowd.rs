@@ -3,6 +3,8 @@
 //! spawn 10 %, clip changes, a mesh swap) keep every entity's result equal to the same entity
 //! animated alone.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
+
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
 use sinew_jobs::builtin::{self, BakedCharacter};
@@ -38,7 +40,7 @@ fn character(c: &BakedCharacter, i: usize) -> Bundle {
             .at(t * 1.3)
             .layer(2, BlendMode::Additive),
     ];
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         anims.push(
             AnimationToProcess::new(c.wave.clone())
                 .at(t)

@@ -1,5 +1,7 @@
 //! The nine-job graph end to end on small hand-built rigs, checked against hand-computed values.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
+
 use glam::{Affine3A, Mat4, Quat, Vec3};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{

@@ -1,6 +1,8 @@
 //! Property tests of the animation core: blend invariants, the prefix sum, Hermite sampling,
 //! and the batched sampling job against its per-bone scalar reference.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
+
 use glam::{Quat, Vec3};
 use proptest::prelude::*;
 use sinew_jobs::asset::{

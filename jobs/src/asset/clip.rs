@@ -461,7 +461,7 @@ impl ClipBuilder<'_> {
         let first = self.quat_values.len() as u32;
         for (k, q) in track.values.iter().enumerate() {
             let len = q.length();
-            if !(len > 1e-6) {
+            if len.is_nan() || len <= 1e-6 {
                 return Err(BakeError::NotFinite {
                     asset: self.asset.clone(),
                     location: format!("track '{label}' rotation key {k} (zero length)"),

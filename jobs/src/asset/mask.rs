@@ -53,13 +53,12 @@ impl RawAvatarMask {
         if self.include_descendants {
             let parents = rig.parent_indices();
             for i in 0..n {
-                if !listed[i] {
-                    if let Some(&p) = parents.get(i) {
-                        if (p as usize) < i {
-                            weights[i] = weights[p as usize];
-                            listed[i] = listed[p as usize];
-                        }
-                    }
+                if let Some(&p) = parents.get(i)
+                    && !listed[i]
+                    && (p as usize) < i
+                {
+                    weights[i] = weights[p as usize];
+                    listed[i] = listed[p as usize];
                 }
             }
         }

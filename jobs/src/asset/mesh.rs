@@ -165,7 +165,7 @@ impl RawSkinnedMesh {
                 }
             }
             let sum: f32 = list.iter().map(|x| x.1).sum();
-            if !(sum > 0.0) {
+            if sum.is_nan() || sum <= 0.0 {
                 return Err(BakeError::Invalid {
                     asset,
                     reason: format!("vertex {v} has no positive weight"),
@@ -191,7 +191,7 @@ impl RawSkinnedMesh {
                 weights_extra.push([w4[4], w4[5], w4[6], w4[7]]);
             }
         }
-        if self.indices.len() % 3 != 0 {
+        if !self.indices.len().is_multiple_of(3) {
             return Err(BakeError::Invalid {
                 asset,
                 reason: format!(
@@ -302,7 +302,7 @@ impl SkinnedMesh {
             .map(|i| {
                 palette
                     .get(i)
-                    .map_or(Affine3A::IDENTITY, |p| Affine3A::from_cols_array(p))
+                    .map_or(Affine3A::IDENTITY, Affine3A::from_cols_array)
             })
             .collect();
         let mut out_p = Vec::with_capacity(self.positions.len());

@@ -1,5 +1,7 @@
 //! Bake: from rest positions to the linear map `W` (or to solved coefficients).
 
+use std::sync::OnceLock;
+
 use faer::linalg::solvers::Solve;
 use faer::sparse::{SparseColMat, Triplet};
 use faer::{Mat, Side};
@@ -7,8 +9,9 @@ use glam::Vec3;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
+use super::fixed::{LANES, MAX_FIXED_K};
 use super::grid::{Grid, dist2};
-use super::{DeformError, Kernel, RbfWeights};
+use super::{DeformError, FixedWeights, Kernel, RbfWeights};
 
 /// Default budget for a dense `W` (`n_high × n_ctrl × 4` bytes): 512 MiB. Above it, and when no
 /// pruning is asked for, interpolate mode keeps solved coefficients instead of `W`.
@@ -232,6 +235,9 @@ pub struct RbfBinding {
     repr: Repr,
     report: BakeReport,
     options: BakeOptions,
+    /// The fixed-width copy of the weight table, built on first use (see
+    /// [`fixed_weights`](RbfBinding::fixed_weights)); `None` inside when the table does not fit.
+    fixed: OnceLock<Option<FixedWeights>>,
 }
 
 impl RbfBinding {
@@ -280,6 +286,7 @@ impl RbfBinding {
             repr: Repr::Weights(weights),
             report,
             options,
+            fixed: OnceLock::new(),
         })
     }
 
@@ -317,6 +324,21 @@ impl RbfBinding {
     /// The options it was baked with.
     pub fn options(&self) -> &BakeOptions {
         &self.options
+    }
+
+    /// The weight table in the fixed-width blocked layout ([`FixedWeights`]), which
+    /// [`RbfDeformer`](super::RbfDeformer) uses by default: built once, on the first call (by
+    /// the first deformer created), and shared by every deformer of this binding. `None` when
+    /// the binding keeps coefficients, has more than 65536 controls, a row longer than
+    /// [`MAX_FIXED_K`], or rows so uneven that padding would more than double the stored slots.
+    pub fn fixed_weights(&self) -> Option<&FixedWeights> {
+        self.fixed
+            .get_or_init(|| {
+                let w = self.weights()?;
+                let f = FixedWeights::from_csr(w, MAX_FIXED_K).ok()?;
+                (f.n_blocks() * f.k() * LANES <= 2 * w.nnz() + f.k() * LANES).then_some(f)
+            })
+            .as_ref()
     }
 }
 
@@ -506,6 +528,7 @@ pub fn bake(
         repr,
         report,
         options: options.clone(),
+        fixed: OnceLock::new(),
     })
 }
 

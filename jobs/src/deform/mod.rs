@@ -41,6 +41,7 @@
 
 mod bake;
 mod error;
+mod fixed;
 mod grid;
 mod kernel;
 mod normals;
@@ -52,7 +53,8 @@ pub use bake::{
     Representation, bake,
 };
 pub use error::DeformError;
+pub use fixed::{FixedWeights, LANES, MAX_FIXED_K};
 pub use kernel::Kernel;
 pub use normals::{VertexTriangles, recompute_normals};
-pub use runtime::{RbfChain, RbfDeformer, SimdMode};
+pub use runtime::{RbfChain, RbfDeformer, SimdMode, WeightLayout};
 pub use weights::RbfWeights;

@@ -22,6 +22,18 @@ pub enum SimdMode {
     F32x4,
 }
 
+/// Which copy of the weight table [`RbfDeformer::deform`] reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WeightLayout {
+    /// The fixed-width blocked table ([`RbfBinding::fixed_weights`]) when the binding has one,
+    /// else the CSR table.
+    #[default]
+    Auto,
+    /// Always the CSR table ([`RbfWeights`]): the reference path, and the one [`SimdMode`]
+    /// selects a kernel for.
+    Csr,
+}
+
 /// Applies a baked [`RbfBinding`] every frame. Owns its scratch (displacements, coefficients,
 /// normals), so [`deform`](Self::deform) does not allocate. Cheap to create per instance: the
 /// binding is shared.
@@ -34,11 +46,15 @@ pub struct RbfDeformer {
     normals: Option<(VertexTriangles, Vec<Vec3>)>,
     cursor: usize,
     simd: SimdMode,
+    layout: WeightLayout,
 }
 
 impl RbfDeformer {
-    /// A deformer for `binding`, with its scratch allocated now.
+    /// A deformer for `binding`, with its scratch allocated now. The first deformer of a
+    /// binding also builds the binding's shared fixed-width table
+    /// ([`RbfBinding::fixed_weights`]), so no frame pays for it.
     pub fn new(binding: Arc<RbfBinding>) -> Self {
+        let _ = binding.fixed_weights();
         let n_ctrl = binding.low_rest().len();
         let (delta64, coef) = match binding.coefficients() {
             Some(m) => (vec![[0.0; 3]; n_ctrl], vec![[0.0; 3]; m.n_coefficients()]),
@@ -52,6 +68,7 @@ impl RbfDeformer {
             normals: None,
             cursor: 0,
             simd: SimdMode::default(),
+            layout: WeightLayout::default(),
         }
     }
 
@@ -69,6 +86,18 @@ impl RbfDeformer {
     /// Chooses the accumulation kernel (for measurements; both give the same sums up to rounding).
     pub fn set_simd(&mut self, mode: SimdMode) {
         self.simd = mode;
+    }
+
+    /// Chooses the weight table layout (for measurements and as the reference: both give the
+    /// same sums in the same order).
+    pub fn set_layout(&mut self, layout: WeightLayout) {
+        self.layout = layout;
+    }
+
+    /// Whether [`deform`](Self::deform) reads the fixed-width table (the layout is
+    /// [`WeightLayout::Auto`] and the binding has one).
+    pub fn uses_fixed_layout(&self) -> bool {
+        self.layout == WeightLayout::Auto && self.binding.fixed_weights().is_some()
     }
 
     /// The binding.
@@ -164,6 +193,17 @@ impl RbfDeformer {
         for ((d, now), rest) in self.delta.iter_mut().zip(low_now).zip(binding.low_rest()) {
             let v = *now - *rest;
             *d = [v.x, v.y, v.z, 0.0];
+        }
+        let fixed = match self.layout {
+            WeightLayout::Auto => binding.fixed_weights(),
+            WeightLayout::Csr => None,
+        };
+        if let Some(f) = fixed {
+            f.apply(&self.delta, binding.high_rest(), out, range);
+            if let Some((adj, normals)) = &mut self.normals {
+                recompute_normals(adj, out, normals)?;
+            }
+            return Ok(());
         }
         let rest = &binding.high_rest()[range.clone()];
         let target = &mut out[range.clone()];
