@@ -302,18 +302,28 @@ fn main() -> Result<(), BoxError> {
                 ms(total.finish) / fr,
                 ms(total.encode_submit) / fr,
             );
+            // One more frame, left unsubmitted for the PNG and the compute pass below.
+            let len = crowd_palette_len(&mut store)?;
+            ring.write(&ctx, len, |p| animator.run_frame_into(&mut store, dt, p))??;
             if let Some(dir) = &png_dir
                 && last_ring.is_none()
             {
                 std::fs::create_dir_all(dir)?;
                 let image = renderer.render_ring(&ctx, &mut ring, &instances, &camera)?;
                 image.save_png(dir.join(format!("fox_crowd_{n}.png")))?;
+                ring.write(&ctx, len, |p| animator.run_frame_into(&mut store, dt, p))??;
             }
-            last_ring = Some(ring);
+            if let Some(mut previous) = last_ring.replace(ring) {
+                previous.submitted(None);
+            }
         }
         // Compute skinning of the whole crowd (the optional pre-skinned path), batched.
-        if let (Some(ring), Some(qs)) = (&last_ring, &queries) {
-            let batch = 8192u32.min(ctx.limits.max_compute_workgroups_per_dimension);
+        if let (Some(ring), Some(qs)) = (&mut last_ring, &queries) {
+            let per_instance = SkinPass::output_size(&gpu_mesh, 1).max(1);
+            let by_limit = (ctx.limits.max_storage_buffer_binding_size / per_instance).max(1);
+            let batch = 8192u32
+                .min(ctx.limits.max_compute_workgroups_per_dimension)
+                .min(u32::try_from(by_limit).unwrap_or(u32::MAX));
             let out_size = SkinPass::output_size(&gpu_mesh, batch);
             let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("bench skinned vertices"),
@@ -354,6 +364,7 @@ fn main() -> Result<(), BoxError> {
             ctx.queue.submit([enc.finish()]);
             wait_idle(&ctx)?;
             let ts = read_timestamps(&ctx, &resolve, 2 * reps)?;
+            ring.submitted(None);
             let sum: u64 = ts.chunks_exact(2).map(|p| p[1].saturating_sub(p[0])).sum();
             let gms = sum as f64 * period_ns / 1e6 / f64::from(reps);
             let verts = n as f64 * mesh.positions().len() as f64;

@@ -311,10 +311,16 @@ impl PaletteRing {
 
     /// The storage buffer holding the last frame's palettes (bind it as
     /// `var<storage, read> palette: array<f32>`): this frame's ring buffer in mapped mode, the
-    /// one storage buffer otherwise.
+    /// one storage buffer otherwise. In mapped mode it is available from
+    /// [`PaletteRing::write`] until [`PaletteRing::submitted`] (any number of submissions may
+    /// read it in between; report the last one); afterwards it is being re-mapped and this
+    /// returns `None` until the next `write`.
     pub fn buffer(&self) -> Option<&wgpu::Buffer> {
         match self.mode {
-            PaletteUpload::Mapped => self.slots.get(self.current).map(|s| &s.buffer),
+            PaletteUpload::Mapped if self.awaiting_submit => {
+                self.slots.get(self.current).map(|s| &s.buffer)
+            }
+            PaletteUpload::Mapped => None,
             _ => self.storage.as_ref(),
         }
     }

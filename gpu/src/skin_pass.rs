@@ -206,6 +206,7 @@ impl SkinPass {
     /// `buffers.out`. `timestamp_writes` brackets the pass.
     ///
     /// # Errors
+    /// [`GpuError::TooLarge`] when the batch's output exceeds the storage binding limit;
     /// [`GpuError::InvalidInput`] when `out` is too small, the batch has more instances than
     /// the device's per-dimension workgroup limit, or the mesh needs more workgroups than
     /// two dimensions hold.
@@ -226,6 +227,17 @@ impl SkinPass {
                     "SkinPass::encode: output buffer of {} bytes, {need} needed",
                     out.size()
                 ),
+            });
+        }
+        let limit = ctx.limits.max_storage_buffer_binding_size;
+        if need > limit {
+            return Err(GpuError::TooLarge {
+                what: format!(
+                    "SkinPass::encode: output of {} instances (use smaller batches)",
+                    batch.instance_count
+                ),
+                size: need,
+                limit,
             });
         }
         let max_dim = ctx.limits.max_compute_workgroups_per_dimension.max(1);
@@ -287,7 +299,11 @@ impl SkinPass {
                 },
                 wgpu::BindGroupEntry {
                     binding: 5,
-                    resource: out.as_entire_binding(),
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: out,
+                        offset: 0,
+                        size: std::num::NonZeroU64::new(need.max(32)),
+                    }),
                 },
             ],
         });
