@@ -1,7 +1,12 @@
-//! RBF deformation benchmarks: bake time; per-frame deform time of the sparse (CSR) path for
-//! 10k / 100k / 1M high vertices × 100 / 1k / 5k controls with 16 weights per vertex, on rayon
-//! pools of 1 and 2 threads, against a dense `W · Δ` mat-vec baseline in the same run; and the
-//! GPU compute path (queue submit + blocking poll, displacement upload included).
+//! RBF deformation benchmarks: bake time; per-frame deform time for 10k / 100k / 1M high
+//! vertices × 100 / 1k / 5k controls with 16 weights per vertex, on rayon pools of 1 and 2
+//! threads (`SINEW_RBF_THREADS=1,2,4,8,16` for others): the fixed-width blocked layout
+//! (`fixed16`, [`WeightLayout::Auto`]) against the CSR reference (`sparse16_f32x4`, and
+//! `sparse16_scalar` at 1k controls) and a dense `W · Δ` mat-vec baseline, all in the same group
+//! of the same run; and the GPU compute path for 10k / 100k / 1M × 16 weights (1k controls):
+//! `kernel_timestamp` (GPU time of the compute pass from timestamp queries, when the device has
+//! them), `dispatch_submit_wait` (encode + submit + blocking poll, no upload) and
+//! `upload_submit_wait` (displacement upload + the same).
 //!
 //! Meshes: Fibonacci spheres (consecutive vertices are spatial neighbours, like a real mesh's
 //! vertex order). The 16 weights per vertex come from a normalized Wendland bake whose support
@@ -10,6 +15,9 @@
 //! The dense baseline stores `n_high × n_ctrl` f32 and is skipped above [`DENSE_BENCH_BUDGET`]
 //! (1M × 1k = 4 GB and 1M × 5k = 20 GB), which would not fit next to the other engineers' jobs
 //! on this 23 GB machine.
+//!
+//! The thin-plate interpolation bake runs at 10k × 100 and 10k × 300 (a 10k × 1k dense solve
+//! takes 5–8 s per iteration, which made the whole bench run far over 5 minutes).
 
 use std::f32::consts::PI;
 use std::fmt::Display;
@@ -19,11 +27,14 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use glam::Vec3;
 use rayon::prelude::*;
-use sinew_jobs::deform::{BakeOptions, Kernel, RbfBinding, RbfDeformer, SimdMode, bake};
+use sinew_jobs::deform::{
+    BakeOptions, Kernel, RbfBinding, RbfDeformer, SimdMode, WeightLayout, bake,
+};
 
 /// Largest dense table the baseline allocates (bytes).
 const DENSE_BENCH_BUDGET: usize = 2 << 30;
 const WEIGHTS_PER_VERTEX: usize = 16;
+/// Thread counts of the rayon pools, unless `SINEW_RBF_THREADS` lists others.
 const THREADS: [usize; 2] = [1, 2];
 
 fn fibonacci_sphere(n: usize, radius: f32, twist: f32) -> Vec<Vec3> {
@@ -132,7 +143,12 @@ impl Dense {
 }
 
 fn pools() -> Vec<(usize, rayon::ThreadPool)> {
-    THREADS
+    let threads: Vec<usize> = std::env::var("SINEW_RBF_THREADS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| THREADS.to_vec());
+    threads
         .iter()
         .filter_map(|&t| {
             ok(
@@ -163,6 +179,14 @@ fn bench_deform(c: &mut Criterion) {
             let mut out = vec![Vec3::ZERO; n_high];
             let mut dense = Dense::from_binding(&binding);
             for (t, pool) in &pools {
+                let mut fixed = RbfDeformer::new(binding.clone());
+                if fixed.uses_fixed_layout() {
+                    group.bench_function(BenchmarkId::new(format!("fixed16/t{t}"), &size), |b| {
+                        pool.install(|| b.iter(|| fixed.deform(&low_now, &mut out)))
+                    });
+                } else {
+                    eprintln!("rbf bench: {size} has no fixed-width table");
+                }
                 let modes: &[(SimdMode, &str)] = if n_ctrl == 1_000 {
                     &[
                         (SimdMode::F32x4, "sparse16_f32x4"),
@@ -173,6 +197,7 @@ fn bench_deform(c: &mut Criterion) {
                 };
                 for &(mode, name) in modes {
                     let mut d = RbfDeformer::new(binding.clone());
+                    d.set_layout(WeightLayout::Csr);
                     d.set_simd(mode);
                     group.bench_function(BenchmarkId::new(format!("{name}/t{t}"), &size), |b| {
                         pool.install(|| b.iter(|| d.deform(&low_now, &mut out)))
@@ -208,7 +233,7 @@ fn bench_bake(c: &mut Criterion) {
         (
             "interpolate_tps",
             10_000,
-            1_000,
+            300,
             BakeOptions::interpolate(Kernel::ThinPlateSpline, 1.0),
         ),
         (
@@ -237,13 +262,61 @@ fn bench_bake(c: &mut Criterion) {
     group.finish();
 }
 
+/// GPU time of `iters` deformation passes, from timestamp queries around each pass (batches of
+/// [`TIMED_BATCH`] passes per submit), or `None` when a read-back fails.
+fn gpu_kernel_time(
+    ctx: &sinew_gpu::context::GpuContext,
+    g: &sinew_gpu::rbf::GpuRbfDeformer,
+    queries: &wgpu::QuerySet,
+    resolve: &wgpu::Buffer,
+    iters: u64,
+) -> Option<Duration> {
+    let period_ns = f64::from(ctx.queue.get_timestamp_period());
+    let mut total_ns = 0.0f64;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(u64::from(TIMED_BATCH)) as u32;
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        for p in 0..n {
+            g.encode_timed(
+                &mut enc,
+                Some(wgpu::ComputePassTimestampWrites {
+                    query_set: queries,
+                    beginning_of_pass_write_index: Some(2 * p),
+                    end_of_pass_write_index: Some(2 * p + 1),
+                }),
+            );
+        }
+        enc.resolve_query_set(queries, 0..2 * n, resolve, 0);
+        let raw = ok(
+            sinew_gpu::skin_pass::read_buffer_bytes(ctx, enc, resolve, u64::from(2 * n) * 8),
+            "timestamp read-back",
+        )?;
+        let ts: Vec<u64> = raw
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect();
+        for pair in ts.chunks_exact(2) {
+            total_ns += pair[1].saturating_sub(pair[0]) as f64 * period_ns;
+        }
+        left -= u64::from(n);
+    }
+    Some(Duration::from_nanos(total_ns as u64))
+}
+
+/// Passes per submit in [`gpu_kernel_time`].
+const TIMED_BATCH: u32 = 64;
+
 fn bench_gpu(c: &mut Criterion) {
     let Some(ctx) = ok(sinew_gpu::context::GpuContext::new(), "GPU benches") else {
         return;
     };
+    let timestamps = ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
     eprintln!(
-        "rbf bench: GPU adapter {} ({:?})",
-        ctx.adapter_info.name, ctx.adapter_info.device_type
+        "rbf bench: GPU adapter {} ({:?}, {:?}), timestamp queries: {timestamps}",
+        ctx.adapter_info.name, ctx.adapter_info.backend, ctx.adapter_info.device_type
     );
     let mut group = c.benchmark_group("rbf_gpu");
     group
@@ -251,6 +324,20 @@ fn bench_gpu(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     group.sampling_mode(SamplingMode::Flat);
+    let queries = timestamps.then(|| {
+        let qs = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("rbf bench timestamps"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2 * TIMED_BATCH,
+        });
+        let resolve = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rbf bench timestamps resolve"),
+            size: u64::from(2 * TIMED_BATCH) * 8,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        (qs, resolve)
+    });
     for n_high in [10_000usize, 100_000, 1_000_000] {
         let Some(binding) = sparse_binding(n_high, 1_000) else {
             continue;
@@ -262,8 +349,39 @@ fn bench_gpu(c: &mut Criterion) {
         ) else {
             continue;
         };
+        let size = format!("{n_high}x1000");
+        // One full frame first, so that the displacements on the GPU are this pose's.
+        let ready = match g.deform(&ctx, &low_now) {
+            Ok(sub) => g.wait(&ctx, sub).is_ok(),
+            Err(_) => false,
+        };
+        if !ready {
+            eprintln!("rbf bench: GPU deform failed at {size}");
+            continue;
+        }
+        if let Some((qs, resolve)) = &queries {
+            let g = &g;
+            group.bench_function(BenchmarkId::new("sparse16_kernel_timestamp", &size), |b| {
+                b.iter_custom(|iters| {
+                    gpu_kernel_time(&ctx, g, qs, resolve, iters).unwrap_or(Duration::MAX)
+                })
+            });
+        }
         group.bench_function(
-            BenchmarkId::new("sparse16_submit_wait", format!("{n_high}x1000")),
+            BenchmarkId::new("sparse16_dispatch_submit_wait", &size),
+            |b| {
+                b.iter(|| {
+                    let mut enc = ctx
+                        .device
+                        .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+                    g.encode(&mut enc);
+                    let sub = ctx.queue.submit([enc.finish()]);
+                    g.wait(&ctx, sub).is_ok()
+                })
+            },
+        );
+        group.bench_function(
+            BenchmarkId::new("sparse16_upload_submit_wait", &size),
             |b| {
                 b.iter(|| match g.deform(&ctx, &low_now) {
                     Ok(sub) => g.wait(&ctx, sub).is_ok(),

@@ -244,9 +244,20 @@ impl GpuRbfDeformer {
 
     /// Records the deformation dispatch into `encoder`.
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder) {
+        self.encode_timed(encoder, None);
+    }
+
+    /// Records the deformation dispatch into `encoder` as a compute pass bracketed by
+    /// `timestamp_writes` (needs `Features::TIMESTAMP_QUERY`; see
+    /// [`GpuContext::features`](crate::context::GpuContext::features)), to measure the kernel's GPU time.
+    pub fn encode_timed(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("rbf deform"),
-            timestamp_writes: None,
+            timestamp_writes,
         });
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &self.bind_group, &[]);

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use glam::{Affine3A, Mat3, Mat4, Quat, Vec3};
 use sinew_jobs::asset::{RawSkinnedMesh, RawVertexInfluences};
 use sinew_jobs::deform::{
-    BakeOptions, DeformError, Kernel, RbfBinding, RbfChain, RbfDeformer, RbfMode, Representation,
-    SimdMode, VertexTriangles, bake, recompute_normals,
+    BakeOptions, DeformError, FixedWeights, Kernel, LANES, RbfBinding, RbfChain, RbfDeformer,
+    RbfMode, RbfWeights, Representation, SimdMode, VertexTriangles, WeightLayout, bake,
+    recompute_normals,
 };
 
 const INTERP_KERNELS: [Kernel; 6] = Kernel::ALL;
@@ -281,12 +282,182 @@ fn scalar_and_simd_accumulation_agree() {
     let mut outs = Vec::new();
     for mode in [SimdMode::Scalar, SimdMode::F32x4] {
         let mut d = RbfDeformer::new(b.clone());
+        d.set_layout(WeightLayout::Csr);
         d.set_simd(mode);
         let mut out = vec![Vec3::ZERO; high.len()];
         d.deform(&posed, &mut out).unwrap();
         outs.push(out);
     }
     assert!(max_dist(&outs[0], &outs[1]) < 1e-5);
+}
+
+/// Largest `|a - b| / max(|b|, 1)` over every vertex: the fixed-layout tolerance is relative
+/// to the coordinate magnitude (floored at 1, the size of these clouds).
+fn max_rel(a: &[Vec3], b: &[Vec3]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(p, q)| (*p - *q).length() / q.length().max(1.0))
+        .fold(0.0, f32::max)
+}
+
+/// Deforms `posed` with the fixed-width table and with the CSR reference.
+fn fixed_and_csr(b: &Arc<RbfBinding>, posed: &[Vec3]) -> (Vec<Vec3>, Vec<Vec3>) {
+    let mut fixed = RbfDeformer::new(b.clone());
+    assert!(fixed.uses_fixed_layout());
+    let mut csr = RbfDeformer::new(b.clone());
+    csr.set_layout(WeightLayout::Csr);
+    assert!(!csr.uses_fixed_layout());
+    let mut out_f = vec![Vec3::ZERO; b.high_rest().len()];
+    let mut out_c = vec![Vec3::ZERO; b.high_rest().len()];
+    fixed.deform(posed, &mut out_f).unwrap();
+    csr.deform(posed, &mut out_c).unwrap();
+    (out_f, out_c)
+}
+
+#[test]
+fn fixed_layout_matches_the_csr_reference() {
+    // Tolerance: 1e-6 relative to max(|p|, 1). Both paths sum the same products in the same
+    // (row) order with the same multiply-add, so today they agree bit for bit; the tolerance
+    // leaves room for a kernel that reorders the sum (a different order changes the f32
+    // rounding by a few ulps of the largest partial sum, ~1e-7 here).
+    let low = cloud(300, 40);
+    // 5003 rows: not a multiple of the block width, so the last block is padded
+    let high = cloud(5003, 41);
+    let posed: Vec<Vec3> = low
+        .iter()
+        .zip(cloud(300, 42))
+        .map(|(p, n)| *p + 0.3 * n)
+        .collect();
+    for (name, opts) in [
+        ("normalized wendland top-16", {
+            BakeOptions::normalized(1.5)
+                .with_kernel(Kernel::Wendland)
+                .with_top_k(16)
+        }),
+        (
+            "normalized gaussian top-8",
+            BakeOptions::normalized(3.0).with_top_k(8),
+        ),
+        // signed weights, every row the same 64 controls + the polynomial folded in
+        (
+            "interpolate cubic, 64 controls",
+            BakeOptions::interpolate(Kernel::Cubic, 1.0),
+        ),
+    ] {
+        let n_ctrl = if name.contains("64") { 64 } else { low.len() };
+        let b = Arc::new(bake(&low[..n_ctrl], &high, &opts).unwrap());
+        let f = b.fixed_weights().unwrap();
+        let w = b.weights().unwrap();
+        let longest = (0..w.n_rows()).map(|i| w.row(i).count()).max().unwrap();
+        assert_eq!(f.k(), longest, "{name}");
+        assert_eq!(f.n_blocks(), 5003usize.div_ceil(LANES));
+        assert_eq!(f.size_bytes(), f.n_blocks() * f.k() * LANES * 6);
+        let (out_f, out_c) = fixed_and_csr(&b, &posed[..n_ctrl]);
+        let err = max_rel(&out_f, &out_c);
+        assert!(err <= 1e-6, "{name}: fixed vs CSR relative error {err}");
+        // the vertices really moved
+        assert!(
+            out_c
+                .iter()
+                .zip(&high)
+                .any(|(o, r)| (*o - *r).length() > 1e-2)
+        );
+    }
+}
+
+#[test]
+fn fixed_layout_blocks_hold_each_row_padded_with_zero_weights() {
+    // rows of 2, 0, 3 and 1 weights: K = 3; a block of 8 with lanes 4..8 past the end
+    let w = RbfWeights::from_csr(
+        5,
+        vec![0, 2, 2, 5, 6],
+        vec![4, 1, 0, 2, 3, 4],
+        vec![0.5, 0.25, 1.0, -2.0, 3.0, 0.125],
+        0.0,
+        0.0,
+    )
+    .unwrap();
+    let f = FixedWeights::from_csr(&w, 16).unwrap();
+    assert_eq!((f.n_rows(), f.n_cols(), f.k(), f.n_blocks()), (4, 5, 3, 1));
+    let (idx, wt) = (f.block_indices(0), f.block_weights(0));
+    assert_eq!(idx.len(), 3);
+    // slot-major: idx[slot][lane]
+    assert_eq!([idx[0][0], idx[1][0], idx[2][0]], [4, 1, 0]);
+    assert_eq!([wt[0][0], wt[1][0], wt[2][0]], [0.5, 0.25, 0.0]);
+    assert_eq!([wt[0][1], wt[1][1], wt[2][1]], [0.0, 0.0, 0.0]);
+    assert_eq!([idx[0][2], idx[1][2], idx[2][2]], [0, 2, 3]);
+    assert_eq!([wt[0][2], wt[1][2], wt[2][2]], [1.0, -2.0, 3.0]);
+    assert_eq!(idx[0][3], 4);
+    assert_eq!([wt[0][3], wt[1][3], wt[2][3]], [0.125, 0.0, 0.0]);
+    assert!(wt.iter().all(|s| s[4..].iter().all(|&x| x == 0.0)));
+    assert!(f.block_indices(1).is_empty() && f.block_weights(1).is_empty());
+    // a row longer than max_k, or more than 65536 controls: no fixed table
+    assert!(matches!(
+        FixedWeights::from_csr(&w, 2),
+        Err(DeformError::InvalidOption { .. })
+    ));
+    let wide = RbfWeights::from_csr(70_000, vec![0, 1], vec![69_999], vec![1.0], 0.0, 0.0).unwrap();
+    assert!(matches!(
+        FixedWeights::from_csr(&wide, 16),
+        Err(DeformError::InvalidOption { .. })
+    ));
+}
+
+#[test]
+fn fixed_layout_is_skipped_when_it_does_not_fit() {
+    // 100 controls, every row full: K = 100 > MAX_FIXED_K, so the deformer uses the CSR table
+    let low = cloud(100, 43);
+    let high = cloud(50, 44);
+    let b = Arc::new(bake(&low, &high, &BakeOptions::normalized(1.0)).unwrap());
+    assert!(b.fixed_weights().is_none());
+    let d = RbfDeformer::new(b);
+    assert!(!d.uses_fixed_layout());
+    // coefficients: no weight table at all
+    let coef = bake(
+        &low,
+        &high,
+        &BakeOptions {
+            dense_budget_bytes: 0,
+            ..BakeOptions::interpolate(Kernel::Cubic, 1.0)
+        },
+    )
+    .unwrap();
+    assert!(coef.fixed_weights().is_none());
+}
+
+#[test]
+fn fixed_layout_amortised_slices_and_repeated_frames_match_csr() {
+    let low = cloud(80, 45);
+    let high = cloud(1003, 46);
+    let b = Arc::new(bake(&low, &high, &BakeOptions::normalized(2.5).with_top_k(16)).unwrap());
+    let mut fixed = RbfDeformer::new(b.clone());
+    let mut csr = RbfDeformer::new(b.clone());
+    csr.set_layout(WeightLayout::Csr);
+    let mut out_f = vec![Vec3::splat(7.0); 1003];
+    let mut out_c = vec![Vec3::splat(7.0); 1003];
+    for frame in 0..7u64 {
+        let posed: Vec<Vec3> = low
+            .iter()
+            .zip(cloud(80, 50 + frame))
+            .map(|(p, n)| *p + 0.2 * n)
+            .collect();
+        // 3 slices of 335 vertices: boundaries inside blocks of 8
+        let rf = fixed.deform_amortized(&posed, &mut out_f, 3).unwrap();
+        let rc = csr.deform_amortized(&posed, &mut out_c, 3).unwrap();
+        assert_eq!(rf, rc);
+        assert!(max_rel(&out_f, &out_c) <= 1e-6, "frame {frame}");
+        // persistent buffers: the output is written in place, the scratch keeps its size
+        assert_eq!(fixed.displacements().len(), 80);
+    }
+    // untouched entries stay as they were before the first full pass
+    let mut fresh = vec![Vec3::splat(7.0); 1003];
+    let mut d = RbfDeformer::new(b);
+    let posed: Vec<Vec3> = low.iter().map(|p| *p + Vec3::X).collect();
+    let r = d.deform_amortized(&posed, &mut fresh, 4).unwrap();
+    assert_eq!(r, 0..251);
+    assert!(fresh[251..].iter().all(|p| *p == Vec3::splat(7.0)));
+    assert!(fresh[..251].iter().all(|p| *p != Vec3::splat(7.0)));
 }
 
 #[test]

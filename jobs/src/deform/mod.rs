@@ -17,7 +17,9 @@
 //!      solved system instead ([`Representation::Coefficients`]) and the deformer evaluates the
 //!      interpolant every frame from coefficients.
 //! 2. **Deform** ([`RbfDeformer`]) every frame: `deformed = rest + W · (low_now − low_rest)`,
-//!    parallel over high vertices on rayon with `wide::f32x4` accumulation, persistent scratch
+//!    parallel over high vertices on rayon with `wide::f32x4` accumulation, from the fixed-width
+//!    blocked copy of `W` ([`FixedWeights`]: 8 vertices per block, `u16` indices, zero-padded
+//!    slots) when every row fits, else from the CSR table ([`WeightLayout`]), persistent scratch
 //!    (no allocation per frame), optional area-weighted normals, an amortised mode refreshing
 //!    `1/k` of the vertices per call, and chains ([`RbfChain`], low → mid → high).
 //!
