@@ -48,7 +48,7 @@ impl PerBoneInfoJob<'_> {
     }
 
     /// Fills the table, in parallel over groups of consecutive entities holding about
-    /// [`PIECE`] bones each.
+    /// 4096 bones each.
     pub fn run(&mut self) {
         let (counts, offsets) = (self.counts, self.offsets);
         // Group boundaries: entity indices where a new group starts.

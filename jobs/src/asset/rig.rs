@@ -186,7 +186,7 @@ impl Rig {
     pub fn bone_hashes(&self) -> &[BoneHash] {
         &self.hashes
     }
-    /// Parent of each bone ([`NO_PARENT`] for roots); `parents[i] < i` for every other bone.
+    /// Parent of each bone (`u32::MAX` for roots); `parents[i] < i` for every other bone.
     pub fn parent_indices(&self) -> &[u32] {
         &self.parents
     }
