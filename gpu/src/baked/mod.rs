@@ -1,5 +1,5 @@
 //! Baked animation textures on the GPU (seed `003_*`): upload a
-//! [`BakedAnimationTexture`](sinew_jobs::bake_texture::BakedAnimationTexture) once, then draw
+//! [`sinew_jobs::bake_texture::BakedAnimationTexture`] once, then draw
 //! instanced characters whose vertex shader `textureLoad`s the two frames around each
 //! instance's playback time and lerps them, element by element, as float3x4 matrices.
 //!
