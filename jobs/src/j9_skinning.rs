@@ -42,6 +42,8 @@ impl SkinningJob<'_> {
         check_len("skinning", "rigs", n, self.rigs.len())?;
         check_len("skinning", "skins", n, self.skins.len())?;
         check_len("skinning", "slots", n, self.slots.len())?;
+        let mut last_checked: Option<(*const crate::asset::Rig, *const crate::asset::SkinnedMesh)> =
+            None;
         for i in 0..n {
             let s = &self.slots[i];
             let mesh = &self.skins[i].mesh;
@@ -71,7 +73,11 @@ impl SkinningJob<'_> {
                     actual: self.palette_base as usize + self.palette.len(),
                 });
             }
-            if self.remap.get(&self.rigs[i].0, mesh).is_none() {
+            // Consecutive entities usually share rig and mesh: look the pair up once per run.
+            let pair = (Arc::as_ptr(&self.rigs[i].0), Arc::as_ptr(mesh));
+            let checked = last_checked == Some(pair);
+            last_checked = Some(pair);
+            if !checked && self.remap.get(&self.rigs[i].0, mesh).is_none() {
                 return Err(JobError::MissingRemap {
                     entity: self.entities[i],
                     mesh: mesh.name().to_string(),
