@@ -286,7 +286,9 @@ impl Default for BoneWorld {
     }
 }
 
-/// The components every animated entity needs; spawn it (plus optional ones) as a tuple.
+/// The components every animated entity needs. Spawn it as it is and `insert` optional
+/// components afterwards, or destructure it into a longer flat tuple: a tuple nested in a
+/// bundle is refused by the store (`StoreError::NestedBundle`).
 pub type AnimatedBundle = (RigRef, Animations, LayerWeights, FrameSlot, SamplingCursors);
 
 /// Builds an [`AnimatedBundle`].

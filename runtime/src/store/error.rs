@@ -30,6 +30,13 @@ pub enum StoreError {
         /// The component type.
         type_name: &'static str,
     },
+    /// A bundle element is itself a tuple: `(bundle, extra)` would store the inner tuple as
+    /// one component instead of flattening it. Spawn a flat tuple, or wrap the tuple in a
+    /// struct to store it as one component.
+    NestedBundle {
+        /// The tuple type.
+        type_name: &'static str,
+    },
     /// A bundle names the same component type twice.
     DuplicateComponent {
         /// The repeated type.
@@ -95,6 +102,10 @@ impl fmt::Display for StoreError {
             Self::MissingComponent { entity, type_name } => {
                 write!(f, "entity {entity}: has no component `{type_name}`")
             }
+            Self::NestedBundle { type_name } => write!(
+                f,
+                "bundle element `{type_name}` is a tuple: spawn a flat tuple (or wrap the tuple in a struct to store it as one component)"
+            ),
             Self::DuplicateComponent { type_name } => {
                 write!(f, "bundle names component `{type_name}` more than once")
             }

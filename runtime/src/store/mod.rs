@@ -258,6 +258,14 @@ impl Store {
         }
         let mut infos = Vec::new();
         B::infos(&mut infos);
+        if let Some(nested) = infos
+            .iter()
+            .find(|i| i.name.starts_with('(') && i.name != "()")
+        {
+            return Err(StoreError::NestedBundle {
+                type_name: nested.name,
+            });
+        }
         let ids = infos
             .iter()
             .map(|info| self.registry.register_info(*info))

@@ -703,3 +703,17 @@ fn swap_remove_keeps_locations_consistent() {
     });
     assert_eq!(seen, s.len());
 }
+
+#[test]
+fn a_nested_tuple_bundle_is_an_error_not_a_silent_tuple_component() {
+    let mut s = Store::new();
+    let err = s.spawn(((1u32, 2.0f32), 3u8)).unwrap_err();
+    assert!(matches!(err, StoreError::NestedBundle { .. }), "{err}");
+    assert!(err.to_string().contains("flat tuple"));
+    assert!(s.is_empty());
+    // A flat tuple, and a tuple wrapped in a struct, are fine.
+    #[derive(Debug, PartialEq)]
+    struct Pair((u32, f32));
+    let e = s.spawn((1u32, 2.0f32, Pair((3, 4.0)))).unwrap();
+    assert_eq!(s.get::<Pair>(e).unwrap(), &Pair((3, 4.0)));
+}
