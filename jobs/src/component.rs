@@ -217,13 +217,45 @@ impl Default for RootMotion {
 /// User-curve values of the last frame: `(curve name hash, value)`, one per distinct curve
 /// among the playing clips, blended by the animations' effective weights.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CurveValues(pub Vec<(BoneHash, f32)>);
+pub struct CurveValues {
+    values: Vec<(BoneHash, f32)>,
+    /// Σ weight per entry of `values` while the job accumulates (kept to reuse its memory).
+    weights: Vec<f32>,
+}
 
 impl CurveValues {
     /// The value of a named curve.
     pub fn get(&self, name: &str) -> Option<f32> {
         let h = crate::asset::bone_hash(name);
-        self.0.iter().find(|(k, _)| *k == h).map(|(_, v)| *v)
+        self.values.iter().find(|(k, _)| *k == h).map(|(_, v)| *v)
+    }
+    /// Every `(curve name hash, value)` of the last frame.
+    pub fn values(&self) -> &[(BoneHash, f32)] {
+        &self.values
+    }
+    /// Starts a frame: no curve, memory kept.
+    pub(crate) fn clear(&mut self) {
+        self.values.clear();
+        self.weights.clear();
+    }
+    /// Adds `w · v` to curve `hash`.
+    pub(crate) fn accumulate(&mut self, hash: BoneHash, v: f32, w: f32) {
+        match self.values.iter().position(|(k, _)| *k == hash) {
+            Some(i) => {
+                self.values[i].1 += w * v;
+                self.weights[i] += w;
+            }
+            None => {
+                self.values.push((hash, w * v));
+                self.weights.push(w);
+            }
+        }
+    }
+    /// Divides every sum by its weight.
+    pub(crate) fn normalize(&mut self) {
+        for ((_, v), w) in self.values.iter_mut().zip(&self.weights) {
+            *v /= *w;
+        }
     }
 }
 

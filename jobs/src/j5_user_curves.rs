@@ -79,11 +79,10 @@ fn effective_weight(a: &AnimationToProcess, lw: &LayerWeights) -> f32 {
     a.weight * lw.0.get(usize::from(a.layer)).copied().unwrap_or(0.0)
 }
 
-/// Weighted average of every curve over the animations that have it.
+/// Weighted average of every curve over the animations that have it, accumulated in the
+/// component's own buffers (no allocation once they have grown).
 fn blend_curves(anims: &[AnimationToProcess], lw: &LayerWeights, out: &mut CurveValues) {
-    out.0.clear();
-    // (hash, Σ w·v, Σ w)
-    let mut acc: Vec<(crate::asset::BoneHash, f32, f32)> = Vec::new();
+    out.clear();
     for a in anims {
         let w = effective_weight(a, lw);
         if w <= 0.0 {
@@ -94,16 +93,10 @@ fn blend_curves(anims: &[AnimationToProcess], lw: &LayerWeights, out: &mut Curve
             let Some(v) = a.clip.sample_curve(ci, t) else {
                 continue;
             };
-            match acc.iter_mut().find(|x| x.0 == c.hash) {
-                Some(x) => {
-                    x.1 += w * v;
-                    x.2 += w;
-                }
-                None => acc.push((c.hash, w * v, w)),
-            }
+            out.accumulate(c.hash, v, w);
         }
     }
-    out.0.extend(acc.into_iter().map(|(h, s, w)| (h, s / w)));
+    out.normalize();
 }
 
 /// Calls `fire(clip_time, event_index)` for every event whose time playback passed going from

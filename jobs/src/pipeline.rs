@@ -13,7 +13,6 @@
 //! [`LayerWeights`] and [`FrameSlot`] (see [`AnimatedBundle`](crate::component::AnimatedBundle)).
 //! Their order in the flat buffers is the store's iteration order of that set.
 
-use crate::asset::{KeySpan, Transform};
 use crate::component::{
     Animations, BoneWorld, CurveValues, EntityTransform, ExposedBone, FiredEvents, FrameSlot,
     LayerWeights, RigRef, RootMotion, SAMPLING_BATCH, SamplingCursors, SkinRef,
@@ -34,7 +33,7 @@ use rayon::prelude::*;
 use sinew_runtime::graph::{
     Access, GraphBuildError, GraphBuilder, Node, NodeContext, NodeError, NodeId,
 };
-use sinew_runtime::store::{ScopedSlice, Store};
+use sinew_runtime::store::{QueryChunk, QueryParam, ScopedSlice, Store};
 
 /// The frame time, read by the clock node and for root-motion velocity.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -516,21 +515,12 @@ impl Node for RootMotionNode {
             .map_err(node_err)?;
         let chunks = q.chunks();
         let mut poses = ctx.resource_mut::<LocalPoses>().map_err(node_err)?;
-        let ranges: Vec<(usize, usize)> = chunks
-            .iter()
-            .map(|c| {
-                slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| {
-                    (s.bone_offset, s.bone_count)
-                })
-            })
-            .collect();
-        let pieces = split_ranges(&mut poses.0, &ranges)
-            .ok_or_else(|| NodeError::new("root motion: bone ranges do not fit"))?;
-        chunks
-            .into_par_iter()
-            .zip(pieces)
-            .zip(ranges)
-            .try_for_each(|((chunk, poses), (base, _))| {
+        per_chunk_piece(
+            chunks,
+            &mut poses.0,
+            bone_range,
+            "root motion",
+            |chunk, poses, (base, _)| {
                 let (entities, (rigs, animations, layer_weights, slots, motion, transforms)) =
                     chunk.into_parts();
                 let mut job = RootMotionJob {
@@ -547,23 +537,60 @@ impl Node for RootMotionNode {
                 };
                 job.validate()?;
                 job.run();
-                Ok::<(), JobError>(())
-            })?;
-        Ok(())
+                Ok(())
+            },
+        )
     }
 }
 
+/// A slot's bone range (`offset`, `count`).
+fn bone_range(s: &FrameSlot) -> (u32, u32) {
+    (s.bone_offset, s.bone_count)
+}
+
+/// A slot's palette range (`offset`, `count`).
+fn palette_range(s: &FrameSlot) -> (u32, u32) {
+    (s.palette_offset, s.palette_count)
+}
+
 /// The flat range covered by a chunk's slots (`start_count` gives each slot's offset and count).
-fn slot_range(
-    slots: &[FrameSlot],
-    start_count: impl Fn(&FrameSlot) -> (u32, u32),
-) -> (usize, usize) {
+fn slot_range(slots: &[FrameSlot], start_count: fn(&FrameSlot) -> (u32, u32)) -> (usize, usize) {
     let start = slots.first().map_or(0, |s| start_count(s).0 as usize);
     let end = slots.last().map_or(start, |s| {
         let (o, c) = start_count(s);
         o as usize + c as usize
     });
     (start, end.max(start))
+}
+
+/// Runs `f` in parallel for every chunk with its own piece of the flat buffer `buf`: the range
+/// its entities' [`FrameSlot`]s cover (`start_count` picks bones or palette entries), given
+/// as `(start, end)` too. The pattern of every node that writes per-entity ranges.
+fn per_chunk_piece<'q, Q, T, F>(
+    chunks: Vec<QueryChunk<'q, Q>>,
+    buf: &mut [T],
+    start_count: fn(&FrameSlot) -> (u32, u32),
+    node: &'static str,
+    f: F,
+) -> Result<(), NodeError>
+where
+    Q: QueryParam,
+    T: Send,
+    F: Fn(QueryChunk<'q, Q>, &mut [T], (usize, usize)) -> Result<(), JobError> + Sync + Send,
+{
+    let ranges: Vec<(usize, usize)> = chunks
+        .iter()
+        .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), start_count))
+        .collect();
+    let pieces = split_ranges(buf, &ranges).ok_or_else(|| {
+        NodeError::new(format!("{node}: frame-slot ranges do not fit the buffer"))
+    })?;
+    chunks
+        .into_par_iter()
+        .zip(pieces)
+        .zip(ranges)
+        .try_for_each(|((chunk, piece), range)| f(chunk, piece, range))?;
+    Ok(())
 }
 
 /// Job 7's node: model matrices, then exposed bone entities.
@@ -597,22 +624,13 @@ impl Node for PropagateNode {
                 .with::<Animations>()
                 .with::<LayerWeights>();
             let chunks = q.chunks();
-            let ranges: Vec<(usize, usize)> = chunks
-                .iter()
-                .map(|c| {
-                    slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| {
-                        (s.bone_offset, s.bone_count)
-                    })
-                })
-                .collect();
-            let pieces = split_ranges(&mut model.0, &ranges)
-                .ok_or_else(|| NodeError::new("propagate: bone ranges do not fit"))?;
             let local = &local.0;
-            chunks
-                .into_par_iter()
-                .zip(pieces)
-                .zip(ranges)
-                .try_for_each(|((chunk, model), (a, b))| {
+            per_chunk_piece(
+                chunks,
+                &mut model.0,
+                bone_range,
+                "propagate",
+                |chunk, model, (a, b)| {
                     let (entities, (rigs, slots)) = chunk.into_parts();
                     let local = local.get(a..b).unwrap_or(&[]);
                     let mut job = PropagateJob {
@@ -625,8 +643,9 @@ impl Node for PropagateNode {
                     };
                     job.validate()?;
                     job.run();
-                    Ok::<(), JobError>(())
-                })?;
+                    Ok(())
+                },
+            )?;
         }
         // Exposed bones follow their owner's bone in world space.
         let slots = ctx.view::<FrameSlot>().map_err(node_err)?;
@@ -767,22 +786,13 @@ impl Node for SkinningNode {
             .with::<Animations>()
             .with::<LayerWeights>();
         let chunks = q.chunks();
-        let ranges: Vec<(usize, usize)> = chunks
-            .iter()
-            .map(|c| {
-                slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), |s| {
-                    (s.palette_offset, s.palette_count)
-                })
-            })
-            .collect();
-        let pieces = split_ranges(palette, &ranges)
-            .ok_or_else(|| NodeError::new("skinning: palette ranges do not fit"))?;
         let (model, remap) = (&model.0, &*remap);
-        chunks
-            .into_par_iter()
-            .zip(pieces)
-            .zip(ranges)
-            .try_for_each(|((chunk, palette), (base, _))| {
+        per_chunk_piece(
+            chunks,
+            palette,
+            palette_range,
+            "skinning",
+            |chunk, palette, (base, _)| {
                 let (entities, (rigs, skins, slots)) = chunk.into_parts();
                 let mut job = SkinningJob {
                     entities,
@@ -796,9 +806,9 @@ impl Node for SkinningNode {
                 };
                 job.validate()?;
                 job.run();
-                Ok::<(), JobError>(())
-            })?;
-        Ok(())
+                Ok(())
+            },
+        )
     }
 }
 
@@ -806,14 +816,4 @@ impl From<JobError> for NodeError {
     fn from(e: JobError) -> Self {
         NodeError::from_error(e)
     }
-}
-
-/// Local pose of every bone, as the reference a caller may compare against.
-pub fn local_poses(store: &Store) -> Option<&[Transform]> {
-    store.resource::<LocalPoses>().ok().map(|p| p.0.as_slice())
-}
-
-/// Spans buffer, for tests.
-pub fn spans(store: &Store) -> Option<&[KeySpan]> {
-    store.resource::<FrameSpans>().ok().map(|p| p.0.as_slice())
 }

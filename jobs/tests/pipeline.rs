@@ -565,3 +565,63 @@ fn registry_dedups_equal_assets() {
     assert!(Arc::ptr_eq(&c1, &c2));
     assert_eq!(reg.counts(), (1, 1, 0, 0));
 }
+
+#[test]
+fn user_curves_blend_by_effective_weight() {
+    let rig = Arc::new(arm_rig());
+    // Curve "contact": constant 1 in clip A, constant 0 in clip B; "only_a" exists in A only.
+    let curve_clip = |name: &str, v: f32, extra: bool| {
+        let mut curves = vec![sinew_jobs::asset::RawCurve {
+            name: "contact".into(),
+            track: RawTrack::step(vec![0.0], vec![v]),
+        }];
+        if extra {
+            curves.push(sinew_jobs::asset::RawCurve {
+                name: "only_a".into(),
+                track: RawTrack::linear(vec![0.0, 1.0], vec![0.0, 2.0]),
+            });
+        }
+        Arc::new(
+            RawClip {
+                name: name.into(),
+                duration: Some(1.0),
+                curves,
+                ..Default::default()
+            }
+            .bake(&rig)
+            .unwrap(),
+        )
+    };
+    let (a, b) = (curve_clip("a", 1.0, true), curve_clip("b", 0.0, false));
+    let mut store = Store::new();
+    let e = store
+        .spawn(animated(
+            rig.clone(),
+            vec![
+                AnimationToProcess::new(a).at(0.5).weight(0.25),
+                AnimationToProcess::new(b).at(0.5).weight(0.75),
+            ],
+        ))
+        .unwrap();
+    store
+        .insert(e, sinew_jobs::component::CurveValues::default())
+        .unwrap();
+    let mut animator = Animator::with(
+        &mut store,
+        PipelineConfig {
+            advance_clocks: false,
+            ..Default::default()
+        },
+        |_, _| {},
+    )
+    .unwrap();
+    for _ in 0..2 {
+        animator.run_frame(&mut store, 0.0).unwrap();
+        let c = store.get::<sinew_jobs::component::CurveValues>(e).unwrap();
+        // 0.25 · 1 + 0.75 · 0 over total weight 1.
+        assert!((c.get("contact").unwrap() - 0.25).abs() < 1e-6);
+        // Only A has it: its own value (1.0 at t = 0.5), not diluted by B.
+        assert!((c.get("only_a").unwrap() - 1.0).abs() < 1e-6);
+        assert_eq!(c.values().len(), 2);
+    }
+}
