@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
 
 use sinew_examples::crowd::{CrowdOptions, format_summary, run_crowd};
-use sinew_jobs::builtin::{RUN_SPEED, WALK_SPEED};
+use sinew_jobs::builtin::RUN_SPEED;
 use std::path::PathBuf;
 
 fn opts(count: usize, frames: usize) -> CrowdOptions {
@@ -28,10 +28,10 @@ fn summary_reports_every_job_events_and_root_motion() {
     assert!(names.contains(&"4 sample + blend") && names.contains(&"9 skinning"));
     // Two seconds of walking or running: every character plants each foot at least once.
     assert!(s.events_fired >= 2 * 40, "{} footsteps", s.events_fired);
-    // Speeds are drawn in [1, 4] m/s: the mean distance over 2 s lies in [2, 8] m, and the
-    // root motion of walk (1.4 m/s) and run (3.5 m/s) bounds it too.
+    // Speeds are drawn in [1, 4] m/s and root motion moves each character at its speed, so the
+    // mean distance over 2 s lies between 2 m and 8 m.
     assert!(
-        s.mean_distance > 2.0 * WALK_SPEED.min(1.0) && s.mean_distance < 2.0 * RUN_SPEED * 1.2,
+        s.mean_distance > 2.0 && s.mean_distance < 2.0 * RUN_SPEED.max(4.0),
         "{}",
         s.mean_distance
     );
