@@ -1,5 +1,5 @@
 //! sinew-gpu: the GPU half of sinew (headless wgpu device, mapped palette ring, WGSL skinning,
-//! offscreen crowd rendering, RBF compute).
+//! offscreen crowd rendering, a compute rasteriser for crowds, RBF compute).
 //!
 //! `unsafe` is denied crate-wide; the one exception is `palette_ring::mapped_bytes`, which views
 //! wgpu 30's write-only mapped range as `&mut [u8]` so the skinning job can write palettes in
@@ -9,6 +9,7 @@
 pub mod baked;
 pub mod context;
 pub mod palette_ring;
+pub mod raster;
 pub mod rbf;
 pub mod render;
 pub mod skin_pass;

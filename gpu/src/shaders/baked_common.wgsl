@@ -173,3 +173,9 @@ fn apply_vector(m: Rows, v: vec3<f32>) -> vec3<f32> {
 fn instance_rows(inst: Instance) -> Rows {
     return Rows(inst.row0, inst.row1, inst.row2);
 }
+
+// Colour of a clip (the baked draw tints each character by its clip; the compute rasteriser too).
+fn clip_tint(clip: u32) -> vec3<f32> {
+    let h = (clip * 2654435761u) >> 8u;
+    return vec3<f32>(f32(h & 255u), f32((h >> 8u) & 255u), f32((h >> 16u) & 255u)) / 255.0 * 0.5 + 0.4;
+}

@@ -21,11 +21,6 @@ struct VsOut {
     @location(1) @interpolate(flat) tint: vec3<f32>,
 };
 
-fn clip_tint(clip: u32) -> vec3<f32> {
-    let h = (clip * 2654435761u) >> 8u;
-    return vec3<f32>(f32(h & 255u), f32((h >> 8u) & 255u), f32((h >> 16u) & 255u)) / 255.0 * 0.5 + 0.4;
-}
-
 @vertex
 fn vs_main(v: VsIn) -> VsOut {
     let inst = Instance(v.row0, v.row1, v.row2, v.clips, v.times, v.fade);

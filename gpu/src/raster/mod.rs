@@ -1,0 +1,707 @@
+//! A compute-shader rasteriser for skinned crowds (`shaders/raster_common.wgsl`).
+//!
+//! Why: on a compute GPU such as the NVIDIA H200 only a small part of the chip runs vertex and
+//! raster work; the instanced vertex-shader draw of 100 000 Fox characters takes ~235 ms there
+//! while the same skinning in a compute shader runs at ~45 G vertices/s. A crowd at a distance
+//! is mostly triangles of a pixel or less, which a compute shader rasterises well (the idea of
+//! Nanite's software rasteriser). This module draws the same crowds as
+//! [`crate::render::CrowdRenderer`] (palette skinning, [`ComputeCrowdRenderer`]) and
+//! [`crate::baked::draw::BakedRenderer`] (baked animation textures, [`ComputeBakedRenderer`])
+//! into the same kind of image, with compute passes only:
+//!
+//! 1. **raster** (`cs_raster`): one workgroup of [`GROUP_SIZE`] invocations per instance.
+//!    The instance's bounding sphere is tested against the frustum (a culled instance costs
+//!    one test); the vertex source prepares per-instance data (the baked source computes every
+//!    bone matrix once into workgroup memory); then each invocation takes triangles
+//!    `lid, lid + 64, …`: skins its three vertices (the same WGSL functions as the vertex
+//!    shaders: `skinning.wgsl`'s `blend4`, `baked_common.wgsl`'s `playback`/`bone_matrix`),
+//!    projects them, culls (eye plane, depth range, back faces, triangles whose bounding box
+//!    holds no pixel centre) and rasterises its pixel bounding box with edge functions, one
+//!    32-bit `atomicMax` per covered pixel. A triangle whose box exceeds
+//!    [`ComputeRasterOptions::big_triangle_pixels`] goes to a list instead.
+//! 2. **big triangles** (`cs_big_prepare`, `cs_big`): an indirect dispatch of one workgroup
+//!    per listed triangle; its invocations stride over the box's pixels.
+//! 3. **resolve** (`cs_resolve`): one invocation per pixel turns the visibility word into
+//!    RGBA8 (lambert + ambient with one directional light, like the hardware path) and clears
+//!    it for the next frame.
+//!
+//! The visibility word is a packed `depth | payload`: the top 22 bits of the reversed depth
+//! `1 − z_ndc` as an f32 (positive floats order like their bits; 13 mantissa bits give a
+//! relative depth precision of 2⁻¹³), then 10 bits of payload: a material index (the clip's
+//! tint for baked crowds, [`BAKED_MATERIAL_BITS`] bits) and the light factor, quantised, which
+//! the vertices carry and the pixels interpolate (Gouraud rather than the hardware path's
+//! per-pixel normal). Nearest wins; only 32-bit atomics are needed (portable WGSL, runs on
+//! lavapipe).
+//!
+//! Differences from the hardware path, by design: no near-plane clipping (a triangle with a
+//! vertex behind the eye plane is dropped; pixels in front of the near plane are rejected),
+//! pixel-centre coverage with inclusive edges (no top-left rule: shared edges are written
+//! twice, harmlessly), screen-space (not perspective-correct) interpolation of depth and light
+//! across a triangle (exact for depth, which is affine in screen space).
+#![forbid(unsafe_code)]
+
+mod baked;
+mod palette;
+
+pub use baked::{ComputeBakedRenderer, RasterFrameTiming};
+pub use palette::{ComputeCrowdRenderer, mesh_bounding_sphere};
+
+use std::time::Duration;
+
+use glam::{DMat4, DVec4, Mat4, Vec3};
+
+use crate::baked::BakedVertex;
+use crate::context::{GpuContext, GpuError};
+
+/// The shared rasteriser source (appended after a vertex source).
+pub const RASTER_WGSL: &str = include_str!("../shaders/raster_common.wgsl");
+/// Invocations per workgroup of the raster and big-triangle passes (must match the shader).
+pub const GROUP_SIZE: u32 = 64;
+/// Most bones a baked mesh may have for the compute rasteriser (workgroup memory).
+pub const RASTER_MAX_BONES: u32 = 128;
+/// Bits of the visibility payload that hold the clip's tint index for baked crowds (the
+/// remaining 7 bits hold the light factor; palette crowds use all 10 for light).
+pub const BAKED_MATERIAL_BITS: u32 = 3;
+/// Timestamp queries one frame writes (raster start, raster end, big end, resolve end).
+pub const TIMESTAMPS_PER_FRAME: u32 = 4;
+const MAX_GROUPS_X: u32 = 65_535;
+const BIG_TRIANGLE_BYTES: u64 = 64;
+
+/// Tuning knobs of the compute rasteriser.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ComputeRasterOptions {
+    /// A triangle whose clamped pixel bounding box holds more pixels than this goes to the
+    /// big-triangle pass (a workgroup per triangle) instead of one invocation's loop.
+    pub big_triangle_pixels: u32,
+    /// Capacity of the big-triangle list per frame; past it the raster pass draws them itself.
+    pub big_triangle_capacity: u32,
+    /// Model-space bounding sphere (centre, radius) used to cull whole instances against the
+    /// frustum, or `None` to draw every instance's triangles. The renderers default to the
+    /// bind pose's bounding sphere with twice its radius (animation moves limbs).
+    pub cull_sphere: Option<(Vec3, f32)>,
+    /// What the raster pass does (timing only: [`RasterWork::SkinOnly`] draws nothing).
+    pub work: RasterWork,
+}
+
+impl ComputeRasterOptions {
+    /// Defaults (256-pixel threshold, 65 536 list entries) with the given cull sphere.
+    pub fn with_cull_sphere(cull_sphere: Option<(Vec3, f32)>) -> Self {
+        Self {
+            big_triangle_pixels: 256,
+            big_triangle_capacity: 1 << 16,
+            cull_sphere,
+            work: RasterWork::Full,
+        }
+    }
+}
+
+/// What the raster pass does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RasterWork {
+    /// Cull, skin, project and rasterise (a real frame).
+    #[default]
+    Full,
+    /// Cull, skin and project every triangle's vertices but rasterise nothing: timing the
+    /// skinning half of the raster pass (the image stays empty).
+    SkinOnly,
+}
+
+/// GPU time of one frame's passes (timestamp queries).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RasterGpuTimes {
+    /// Instance culling, skinning and small-triangle rasterisation.
+    pub raster: Duration,
+    /// The big-triangle list (prepare + indirect dispatch).
+    pub big: Duration,
+    /// Resolve to RGBA8 (and clearing for the next frame).
+    pub resolve: Duration,
+}
+
+impl RasterGpuTimes {
+    /// Sum of the passes.
+    pub fn total(&self) -> Duration {
+        self.raster + self.big + self.resolve
+    }
+
+    /// The times between `TIMESTAMPS_PER_FRAME` consecutive ticks, `period_ns` per tick.
+    pub fn from_ticks(ticks: &[u64], period_ns: f32) -> Option<Self> {
+        let d = |a: u64, b: u64| {
+            Duration::from_nanos((b.saturating_sub(a) as f64 * f64::from(period_ns)) as u64)
+        };
+        match ticks {
+            [t0, t1, t2, t3, ..] => Some(Self {
+                raster: d(*t0, *t1),
+                big: d(*t1, *t2),
+                resolve: d(*t2, *t3),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Where one frame writes its [`TIMESTAMPS_PER_FRAME`] timestamps.
+#[derive(Clone, Copy, Debug)]
+pub struct RasterTimestamps<'a> {
+    /// A timestamp query set.
+    pub query_set: &'a wgpu::QuerySet,
+    /// Index of the first of the frame's queries.
+    pub first: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct RasterParams {
+    clip_x: [f32; 4],
+    clip_y: [f32; 4],
+    clip_w: [f32; 4],
+    depth_row: [f32; 4],
+    frustum: [[f32; 4]; 6],
+    light_to: [f32; 4],
+    cull_sphere: [f32; 4],
+    clear: [f32; 4],
+    albedo: [f32; 4],
+    width: u32,
+    height: u32,
+    instance_count: u32,
+    triangle_count: u32,
+    big_capacity: u32,
+    big_threshold: u32,
+    material_bits: u32,
+    flags: u32,
+    bone_count: u32,
+    pad: [u32; 3],
+}
+
+const FLAG_SRGB: u32 = 1;
+const FLAG_SKIN_ONLY: u32 = 2;
+
+/// Per-frame inputs of [`RasterCore::params`] that depend on the vertex source.
+pub(crate) struct FrameLook {
+    pub view_proj: Mat4,
+    /// Unit vector towards the light.
+    pub light_to: Vec3,
+    pub ambient: f32,
+    pub clear: [f32; 4],
+    pub albedo: Vec3,
+    pub srgb: bool,
+    pub material_bits: u32,
+    pub bone_count: u32,
+}
+
+/// Frustum planes (inside: `dot(plane, (p, 1)) ≥ 0`), normalised, for depth 0..1.
+fn frustum_planes(vp: &DMat4) -> [[f32; 4]; 6] {
+    let (r0, r1, r2, r3) = (vp.row(0), vp.row(1), vp.row(2), vp.row(3));
+    let planes: [DVec4; 6] = [r3 + r0, r3 - r0, r3 + r1, r3 - r1, r2, r3 - r2];
+    planes.map(|p| {
+        let l = p.truncate().length();
+        let p = if l > 0.0 { p / l } else { p };
+        p.as_vec4().to_array()
+    })
+}
+
+/// The bind-pose bounding sphere of `positions` with `margin` times its radius.
+pub(crate) fn bind_pose_sphere(positions: &[Vec3], margin: f32) -> Option<(Vec3, f32)> {
+    let first = positions.first()?;
+    let (lo, hi) = positions
+        .iter()
+        .fold((*first, *first), |(l, h), p| (l.min(*p), h.max(*p)));
+    let centre = (lo + hi) * 0.5;
+    let radius = positions
+        .iter()
+        .map(|p| p.distance(centre))
+        .fold(0.0f32, f32::max);
+    Some((centre, radius * margin))
+}
+
+/// The pipelines of one vertex source.
+#[derive(Debug)]
+pub(crate) struct RasterPipelines {
+    raster: wgpu::ComputePipeline,
+    prepare: wgpu::ComputePipeline,
+    big: wgpu::ComputePipeline,
+    resolve: wgpu::ComputePipeline,
+    group1_layout: wgpu::BindGroupLayout,
+}
+
+fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// Buffers, pipelines and bind groups shared by both vertex sources.
+#[derive(Debug)]
+pub(crate) struct RasterCore {
+    pipelines: RasterPipelines,
+    group2: wgpu::BindGroup,
+    params: wgpu::Buffer,
+    vertices: wgpu::Buffer,
+    indices: wgpu::Buffer,
+    instances: Option<wgpu::Buffer>,
+    group1: Option<wgpu::BindGroup>,
+    vis: wgpu::Buffer,
+    big: wgpu::Buffer,
+    big_count: wgpu::Buffer,
+    big_args: wgpu::Buffer,
+    color: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) triangle_count: u32,
+    pub(crate) instance_count: u32,
+    pub(crate) options: ComputeRasterOptions,
+}
+
+/// Where the core's mesh comes from.
+pub(crate) enum MeshSource<'a> {
+    /// Upload these vertices and indices.
+    Upload(&'a [BakedVertex], &'a [u32]),
+    /// Buffers already on the GPU (storage usage), with the index count.
+    Shared(&'a wgpu::Buffer, &'a wgpu::Buffer, u32),
+}
+
+impl RasterCore {
+    /// `source` is the full WGSL (vertex source + [`RASTER_WGSL`]); `group0_layout` the
+    /// source's own bindings.
+    pub(crate) fn new(
+        ctx: &GpuContext,
+        label: &str,
+        source: String,
+        group0_layout: &wgpu::BindGroupLayout,
+        mesh: MeshSource<'_>,
+        (width, height): (u32, u32),
+        options: ComputeRasterOptions,
+    ) -> Result<Self, GpuError> {
+        let max = ctx.limits.max_texture_dimension_2d;
+        if width == 0 || height == 0 || width > max || height > max {
+            return Err(GpuError::InvalidInput {
+                what: format!("{label}: target {width}×{height} (1..={max} per side)"),
+            });
+        }
+        let device = &ctx.device;
+        let pixels_bytes = u64::from(width) * u64::from(height) * 4;
+        let big_bytes = u64::from(options.big_triangle_capacity.max(1)) * BIG_TRIANGLE_BYTES;
+        let limit = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
+        for (what, size) in [
+            ("visibility buffer", pixels_bytes),
+            ("big-triangle list", big_bytes),
+        ] {
+            if size > limit {
+                return Err(GpuError::TooLarge {
+                    what: format!("{label}: {what}"),
+                    size,
+                    limit,
+                });
+            }
+        }
+        let storage = |label: &str, size: u64, extra: wgpu::BufferUsages| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: size.max(16),
+                usage: wgpu::BufferUsages::STORAGE | extra,
+                mapped_at_creation: false,
+            })
+        };
+        let (vertices, indices, triangle_count) = match mesh {
+            MeshSource::Upload(verts, idx) => {
+                let tri = u32::try_from(idx.len() / 3).map_err(|_| GpuError::InvalidInput {
+                    what: format!("{label}: index count over u32"),
+                })?;
+                let v = crate::baked::storage_init(
+                    ctx,
+                    "raster vertices",
+                    bytemuck::cast_slice(verts),
+                    wgpu::BufferUsages::empty(),
+                )?;
+                let i = crate::baked::storage_init(
+                    ctx,
+                    "raster indices",
+                    bytemuck::cast_slice(idx),
+                    wgpu::BufferUsages::empty(),
+                )?;
+                (v, i, tri)
+            }
+            MeshSource::Shared(v, i, index_count) => (v.clone(), i.clone(), index_count / 3),
+        };
+        if triangle_count == 0 {
+            return Err(GpuError::InvalidInput {
+                what: format!("{label}: the mesh has no triangles"),
+            });
+        }
+        let vis = storage(
+            "raster visibility",
+            pixels_bytes,
+            wgpu::BufferUsages::empty(),
+        );
+        let big = storage(
+            "raster big triangles",
+            big_bytes,
+            wgpu::BufferUsages::empty(),
+        );
+        let big_count = storage("raster big count", 16, wgpu::BufferUsages::empty());
+        let big_args = storage("raster big args", 16, wgpu::BufferUsages::INDIRECT);
+        let color = storage("raster colour", pixels_bytes, wgpu::BufferUsages::COPY_SRC);
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("raster read-back"),
+            size: pixels_bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let params = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("raster params"),
+            size: std::mem::size_of::<RasterParams>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let group1_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("raster group 1"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+                storage_entry(1, true),
+                storage_entry(2, true),
+                storage_entry(3, true),
+                storage_entry(4, false),
+                storage_entry(5, false),
+                storage_entry(6, false),
+                storage_entry(7, false),
+            ],
+        });
+        let group2_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("raster group 2"),
+            entries: &[storage_entry(0, false)],
+        });
+        let group2 = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("raster big args"),
+            layout: &group2_layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: big_args.as_entire_binding(),
+            }],
+        });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let layout2 = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("raster"),
+            bind_group_layouts: &[Some(group0_layout), Some(&group1_layout)],
+            immediate_size: 0,
+        });
+        let layout3 = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("raster prepare"),
+            bind_group_layouts: &[
+                Some(group0_layout),
+                Some(&group1_layout),
+                Some(&group2_layout),
+            ],
+            immediate_size: 0,
+        });
+        let pipeline = |entry: &str, layout: &wgpu::PipelineLayout| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(layout),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let pipelines = RasterPipelines {
+            raster: pipeline("cs_raster", &layout2),
+            prepare: pipeline("cs_big_prepare", &layout3),
+            big: pipeline("cs_big", &layout2),
+            resolve: pipeline("cs_resolve", &layout2),
+            group1_layout,
+        };
+        Ok(Self {
+            pipelines,
+            group2,
+            params,
+            vertices,
+            indices,
+            instances: None,
+            group1: None,
+            vis,
+            big,
+            big_count,
+            big_args,
+            color,
+            readback,
+            width,
+            height,
+            triangle_count,
+            instance_count: 0,
+            options,
+        })
+    }
+}
+
+fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: buffer.as_entire_binding(),
+    }
+}
+
+impl RasterCore {
+    /// Uploads the instances' bytes (growing the buffer when needed) and rebuilds group 1.
+    pub(crate) fn set_instances(
+        &mut self,
+        ctx: &GpuContext,
+        label: &str,
+        bytes: &[u8],
+        count: usize,
+    ) -> Result<(), GpuError> {
+        let count = u32::try_from(count).map_err(|_| GpuError::InvalidInput {
+            what: format!("{label}: {count} instances (over u32)"),
+        })?;
+        let size = bytes.len() as u64;
+        let limit = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
+        if size > limit {
+            return Err(GpuError::TooLarge {
+                what: format!("{label}: instance buffer"),
+                size,
+                limit,
+            });
+        }
+        let reuse = self.instances.as_ref().is_some_and(|b| b.size() >= size);
+        if !reuse || self.group1.is_none() {
+            let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("raster instances"),
+                size: size.max(128).div_ceil(16) * 16,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            self.group1 = Some(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("raster group 1"),
+                layout: &self.pipelines.group1_layout,
+                entries: &[
+                    entry(0, &self.params),
+                    entry(1, &self.vertices),
+                    entry(2, &self.indices),
+                    entry(3, &buffer),
+                    entry(4, &self.vis),
+                    entry(5, &self.big),
+                    entry(6, &self.big_count),
+                    entry(7, &self.color),
+                ],
+            }));
+            self.instances = Some(buffer);
+        }
+        if let Some(b) = &self.instances
+            && !bytes.is_empty()
+        {
+            ctx.queue.write_buffer(b, 0, bytes);
+        }
+        self.instance_count = count;
+        Ok(())
+    }
+
+    /// The uniform block for one frame.
+    pub(crate) fn params(&self, look: &FrameLook) -> RasterParams {
+        let vp = look.view_proj.as_dmat4();
+        let row = |i: usize| vp.row(i).as_vec4().to_array();
+        let depth_row = (vp.row(3) - vp.row(2)).as_vec4().to_array();
+        let o = &self.options;
+        let cull_sphere = match o.cull_sphere {
+            Some((c, r)) if r.is_finite() && r >= 0.0 && c.is_finite() => [c.x, c.y, c.z, r],
+            _ => [0.0, 0.0, 0.0, -1.0],
+        };
+        let mut flags = 0;
+        if look.srgb {
+            flags |= FLAG_SRGB;
+        }
+        if o.work == RasterWork::SkinOnly {
+            flags |= FLAG_SKIN_ONLY;
+        }
+        RasterParams {
+            clip_x: row(0),
+            clip_y: row(1),
+            clip_w: row(3),
+            depth_row,
+            frustum: frustum_planes(&vp),
+            light_to: [
+                look.light_to.x,
+                look.light_to.y,
+                look.light_to.z,
+                look.ambient.clamp(0.0, 1.0),
+            ],
+            cull_sphere,
+            clear: look.clear,
+            albedo: [look.albedo.x, look.albedo.y, look.albedo.z, 1.0],
+            width: self.width,
+            height: self.height,
+            instance_count: self.instance_count,
+            triangle_count: self.triangle_count,
+            big_capacity: o.big_triangle_capacity,
+            big_threshold: o.big_triangle_pixels,
+            material_bits: look.material_bits.min(9),
+            flags,
+            bone_count: look.bone_count,
+            pad: [0; 3],
+        }
+    }
+
+    /// Records the raster, big-triangle and resolve passes (queueing `params`).
+    pub(crate) fn encode(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        group0: &wgpu::BindGroup,
+        params: &RasterParams,
+        timestamps: Option<RasterTimestamps<'_>>,
+    ) {
+        ctx.queue
+            .write_buffer(&self.params, 0, bytemuck::bytes_of(params));
+        let Some(group1) = &self.group1 else {
+            return;
+        };
+        let tw = |begin: Option<u32>, end: u32| {
+            timestamps.map(|t| wgpu::ComputePassTimestampWrites {
+                query_set: t.query_set,
+                beginning_of_pass_write_index: begin.map(|b| t.first + b),
+                end_of_pass_write_index: Some(t.first + end),
+            })
+        };
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("raster"),
+                timestamp_writes: tw(Some(0), 1),
+            });
+            let n = self.instance_count;
+            if n > 0 {
+                pass.set_pipeline(&self.pipelines.raster);
+                pass.set_bind_group(0, group0, &[]);
+                pass.set_bind_group(1, group1, &[]);
+                pass.dispatch_workgroups(n.min(MAX_GROUPS_X), n.div_ceil(MAX_GROUPS_X), 1);
+            }
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("raster big triangles"),
+                timestamp_writes: tw(None, 2),
+            });
+            pass.set_pipeline(&self.pipelines.prepare);
+            pass.set_bind_group(0, group0, &[]);
+            pass.set_bind_group(1, group1, &[]);
+            pass.set_bind_group(2, &self.group2, &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+            pass.set_pipeline(&self.pipelines.big);
+            pass.set_bind_group(0, group0, &[]);
+            pass.set_bind_group(1, group1, &[]);
+            pass.dispatch_workgroups_indirect(&self.big_args, 0);
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("raster resolve"),
+                timestamp_writes: tw(None, 3),
+            });
+            pass.set_pipeline(&self.pipelines.resolve);
+            pass.set_bind_group(0, group0, &[]);
+            pass.set_bind_group(1, group1, &[]);
+            pass.dispatch_workgroups(self.width.div_ceil(8), self.height.div_ceil(8), 1);
+        }
+    }
+
+    /// Records the copy of the resolved image into the read-back buffer.
+    pub(crate) fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) {
+        encoder.copy_buffer_to_buffer(&self.color, 0, &self.readback, 0, self.readback.size());
+    }
+
+    /// Waits for `submission` (which must include [`RasterCore::encode_readback`]) and
+    /// returns the RGBA8 rows, top to bottom.
+    pub(crate) fn read_pixels(
+        &self,
+        ctx: &GpuContext,
+        submission: Option<wgpu::SubmissionIndex>,
+    ) -> Result<Vec<u8>, GpuError> {
+        crate::baked::wait(ctx, submission)?;
+        crate::baked::read_buffer(ctx, &self.readback, self.readback.size())
+    }
+}
+
+/// A timestamp query set for `frames` frames and its resolve/read buffers, when the device has
+/// timestamp queries.
+#[derive(Debug)]
+pub(crate) struct FrameQueries {
+    pub set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    read: wgpu::Buffer,
+}
+
+impl FrameQueries {
+    pub(crate) fn new(ctx: &GpuContext) -> Option<Self> {
+        if !ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return None;
+        }
+        let bytes = u64::from(TIMESTAMPS_PER_FRAME) * 8;
+        Some(Self {
+            set: ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("raster timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: TIMESTAMPS_PER_FRAME,
+            }),
+            resolve: ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("raster timestamps resolve"),
+                size: bytes,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
+            read: ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("raster timestamps read"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+        })
+    }
+
+    pub(crate) fn timestamps(&self) -> RasterTimestamps<'_> {
+        RasterTimestamps {
+            query_set: &self.set,
+            first: 0,
+        }
+    }
+
+    pub(crate) fn encode_resolve(&self, encoder: &mut wgpu::CommandEncoder) {
+        encoder.resolve_query_set(&self.set, 0..TIMESTAMPS_PER_FRAME, &self.resolve, 0);
+        encoder.copy_buffer_to_buffer(&self.resolve, 0, &self.read, 0, self.read.size());
+    }
+
+    /// Reads the times (after the submission that resolved them completed).
+    pub(crate) fn read(&self, ctx: &GpuContext) -> Result<RasterGpuTimes, GpuError> {
+        let bytes = crate::baked::read_buffer(ctx, &self.read, self.read.size())?;
+        let ticks: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect();
+        RasterGpuTimes::from_ticks(&ticks, ctx.queue.get_timestamp_period())
+            .ok_or_else(|| GpuError::Map("raster timestamps: short read".into()))
+    }
+}

@@ -1,0 +1,284 @@
+//! The compute rasteriser with palette skinning (the crowd of [`crate::render::CrowdRenderer`]).
+
+use glam::Vec3;
+use sinew_jobs::asset::SkinnedMesh;
+
+use super::{
+    ComputeRasterOptions, FrameLook, MeshSource, RASTER_WGSL, RasterCore, RasterTimestamps,
+    bind_pose_sphere,
+};
+use crate::baked::baked_vertices;
+use crate::context::{GpuContext, GpuError};
+use crate::palette_ring::{ENTRY_BYTES, PaletteRing};
+use crate::render::{Camera, Instance, RgbaImage, Shading};
+use crate::skin_pass::SKINNING_WGSL;
+
+const LABEL: &str = "ComputeCrowdRenderer";
+
+/// Draws a crowd of one skinned mesh with palettes (a [`PaletteRing`] buffer, say) through the
+/// compute rasteriser (see the [module documentation](super)). Same inputs and image as
+/// [`crate::render::CrowdRenderer`]: [`Instance`]s (palette base + world transform), a
+/// [`Camera`], [`Shading`]; the image is sRGB-encoded RGBA8.
+///
+/// Vertices blend both of the mesh's influence sets (as the compute skinning pass does; the
+/// hardware path's vertex shader uses the first four influences).
+#[derive(Debug)]
+pub struct ComputeCrowdRenderer {
+    core: RasterCore,
+    group0_layout: wgpu::BindGroupLayout,
+    bone_count: u32,
+    /// Light, colours, clear colour.
+    pub shading: Shading,
+}
+
+impl ComputeCrowdRenderer {
+    /// Uploads `mesh` and creates the `width × height` visibility and colour buffers. Whole
+    /// instances are culled with the bind pose's bounding sphere at twice its radius
+    /// ([`ComputeCrowdRenderer::options_mut`] changes it).
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] for a zero or oversized target or a mesh without triangles;
+    /// [`GpuError::TooLarge`] for buffers over the device's limits.
+    pub fn new(
+        ctx: &GpuContext,
+        mesh: &SkinnedMesh,
+        width: u32,
+        height: u32,
+    ) -> Result<Self, GpuError> {
+        if mesh.indices().len() < 3 {
+            return Err(GpuError::InvalidInput {
+                what: format!("{LABEL}: mesh '{}' has no triangles", mesh.name()),
+            });
+        }
+        let bone_count = u32::try_from(mesh.bone_count()).map_err(|_| GpuError::InvalidInput {
+            what: format!("{LABEL}: bone count over u32"),
+        })?;
+        let group0_layout = ctx
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("raster palette"),
+                entries: &[super::storage_entry(0, true)],
+            });
+        let source = format!(
+            "{SKINNING_WGSL}\n{}\n{RASTER_WGSL}",
+            include_str!("../shaders/raster_palette.wgsl")
+        );
+        let vertices = baked_vertices(mesh);
+        let options =
+            ComputeRasterOptions::with_cull_sphere(bind_pose_sphere(mesh.positions(), 2.0));
+        let core = RasterCore::new(
+            ctx,
+            LABEL,
+            source,
+            &group0_layout,
+            MeshSource::Upload(&vertices, mesh.indices()),
+            (width, height),
+            options,
+        )?;
+        Ok(Self {
+            core,
+            group0_layout,
+            bone_count,
+            shading: Shading::default(),
+        })
+    }
+
+    /// Target width.
+    pub fn width(&self) -> u32 {
+        self.core.width
+    }
+
+    /// Target height.
+    pub fn height(&self) -> u32 {
+        self.core.height
+    }
+
+    /// Instances drawn by [`ComputeCrowdRenderer::encode`].
+    pub fn instance_count(&self) -> u32 {
+        self.core.instance_count
+    }
+
+    /// The rasteriser's options.
+    pub fn options(&self) -> &ComputeRasterOptions {
+        &self.core.options
+    }
+
+    /// The rasteriser's options, to change (they apply from the next encoded frame).
+    pub fn options_mut(&mut self) -> &mut ComputeRasterOptions {
+        &mut self.core.options
+    }
+
+    /// Uploads the instances (growing the instance buffer when needed).
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] for more than `u32::MAX` instances, [`GpuError::TooLarge`]
+    /// past the storage-buffer limit.
+    pub fn set_instances(
+        &mut self,
+        ctx: &GpuContext,
+        instances: &[Instance],
+    ) -> Result<(), GpuError> {
+        self.core
+            .set_instances(ctx, LABEL, bytemuck::cast_slice(instances), instances.len())
+    }
+
+    /// Checks that every instance's palette lies inside a palette of `palette_entries`.
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] naming the first instance that reads past the end.
+    pub fn check_palette_bounds(
+        &self,
+        instances: &[Instance],
+        palette_entries: u64,
+    ) -> Result<(), GpuError> {
+        let bones = u64::from(self.bone_count);
+        if let Some((i, inst)) = instances
+            .iter()
+            .enumerate()
+            .find(|(_, inst)| u64::from(inst.palette_base) + bones > palette_entries)
+        {
+            return Err(GpuError::InvalidInput {
+                what: format!(
+                    "{LABEL}: instance {i} reads palette entries {}..{} of {palette_entries}",
+                    inst.palette_base,
+                    u64::from(inst.palette_base) + bones
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records one frame (raster, big triangles, resolve) of the instances set by
+    /// [`ComputeCrowdRenderer::set_instances`] reading palettes from `palette`, and queues
+    /// the uniforms. `timestamps` receives [`super::TIMESTAMPS_PER_FRAME`] queries.
+    pub fn encode(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        palette: &wgpu::Buffer,
+        camera: &Camera,
+        timestamps: Option<RasterTimestamps<'_>>,
+    ) {
+        let s = &self.shading;
+        let [r, g, b, a] = s.clear;
+        let look = FrameLook {
+            view_proj: camera.view_proj(self.core.width as f32 / self.core.height as f32),
+            light_to: -s.light_dir.normalize_or_zero(),
+            ambient: s.ambient,
+            clear: [r as f32, g as f32, b as f32, a as f32],
+            albedo: s.albedo,
+            srgb: true,
+            material_bits: 0,
+            bone_count: self.bone_count,
+        };
+        let params = self.core.params(&look);
+        let group0 = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("raster palette"),
+            layout: &self.group0_layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: palette.as_entire_binding(),
+            }],
+        });
+        self.core.encode(ctx, encoder, &group0, &params, timestamps);
+    }
+
+    /// Records the copy of the image into the read-back buffer.
+    pub fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) {
+        self.core.encode_readback(encoder);
+    }
+
+    /// Waits for `submission` (which must include [`ComputeCrowdRenderer::encode_readback`])
+    /// and returns the image.
+    ///
+    /// # Errors
+    /// [`GpuError::Map`] / [`GpuError::Poll`].
+    pub fn read_image(
+        &self,
+        ctx: &GpuContext,
+        submission: wgpu::SubmissionIndex,
+    ) -> Result<RgbaImage, GpuError> {
+        let pixels = self.core.read_pixels(ctx, Some(submission))?;
+        Ok(RgbaImage {
+            width: self.core.width,
+            height: self.core.height,
+            pixels,
+        })
+    }
+
+    /// Draws `instances` with the palettes in `palette` as seen by `camera`, waits, and
+    /// returns the image.
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] when an instance reads past the end of `palette`; as
+    /// [`ComputeCrowdRenderer::set_instances`] and [`ComputeCrowdRenderer::read_image`].
+    pub fn render(
+        &mut self,
+        ctx: &GpuContext,
+        palette: &wgpu::Buffer,
+        instances: &[Instance],
+        camera: &Camera,
+    ) -> Result<RgbaImage, GpuError> {
+        let (image, _) = self.render_inner(
+            ctx,
+            palette,
+            palette.size() / ENTRY_BYTES,
+            instances,
+            camera,
+        )?;
+        Ok(image)
+    }
+
+    /// [`ComputeCrowdRenderer::render`] with this frame's buffer of `ring` (after
+    /// [`PaletteRing::write`]); reports the submission to the ring.
+    ///
+    /// # Errors
+    /// As [`ComputeCrowdRenderer::render`]; [`GpuError::InvalidInput`] when the ring holds no
+    /// buffer.
+    pub fn render_ring(
+        &mut self,
+        ctx: &GpuContext,
+        ring: &mut PaletteRing,
+        instances: &[Instance],
+        camera: &Camera,
+    ) -> Result<RgbaImage, GpuError> {
+        let palette = ring
+            .buffer()
+            .cloned()
+            .ok_or_else(|| GpuError::InvalidInput {
+                what: format!("{LABEL}::render_ring: the ring has no buffer"),
+            })?;
+        let (image, sub) =
+            self.render_inner(ctx, &palette, ring.len() as u64, instances, camera)?;
+        ring.submitted(Some(sub));
+        Ok(image)
+    }
+
+    fn render_inner(
+        &mut self,
+        ctx: &GpuContext,
+        palette: &wgpu::Buffer,
+        palette_entries: u64,
+        instances: &[Instance],
+        camera: &Camera,
+    ) -> Result<(RgbaImage, wgpu::SubmissionIndex), GpuError> {
+        self.check_palette_bounds(instances, palette_entries)?;
+        self.set_instances(ctx, instances)?;
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("compute raster"),
+            });
+        self.encode(ctx, &mut encoder, palette, camera, None);
+        self.encode_readback(&mut encoder);
+        let sub = ctx.queue.submit([encoder.finish()]);
+        let image = self.read_image(ctx, sub.clone())?;
+        Ok((image, sub))
+    }
+}
+
+/// The bind pose's bounding sphere of `mesh` (centre, radius), for
+/// [`ComputeRasterOptions::cull_sphere`].
+pub fn mesh_bounding_sphere(mesh: &SkinnedMesh) -> Option<(Vec3, f32)> {
+    bind_pose_sphere(mesh.positions(), 1.0)
+}

@@ -1,0 +1,338 @@
+// Compute rasteriser for skinned crowds (see gpu/src/raster/mod.rs). Appended after a vertex
+// source (raster_palette.wgsl or raster_baked.wgsl), which provides:
+//   @group(1) @binding(3) the instances,
+//   fn source_world(instance) -> RasterWorld            world transform rows (culling)
+//   fn source_prepare(instance, lid)                     per-instance work shared by the group
+//   fn source_vertex(instance, RasterMeshVertex) -> RasterSourceVertex   world position/normal
+//   fn source_material(instance) -> u32                  material index (masked by the caller)
+//   fn source_material_color(material) -> vec3<f32>      linear colour of a material
+//
+// Passes (one frame):
+//   cs_raster      one workgroup per instance: sphere-vs-frustum cull, then each invocation
+//                  takes triangles lid, lid + 64, ...: skins its three vertices, projects them,
+//                  culls (eye plane, depth range, back face, zero pixel coverage) and either
+//                  rasterises its pixel bounding box itself or, over big_threshold pixels,
+//                  appends it to the big-triangle list;
+//   cs_big_prepare writes the indirect dispatch for the list;
+//   cs_big         one workgroup per listed triangle, invocations stride over its pixels;
+//   cs_resolve     one invocation per pixel: decodes the visibility word, writes RGBA8, and
+//                  clears the word (and the list counter) for the next frame.
+//
+// Visibility word (32 bits, atomicMax): the top 22 bits of the f32 "reversed depth"
+// d = (w - z) / w = 1 - z_ndc (1 at the near plane, 0 at the far plane; positive floats order
+// like their bit patterns, so the word orders by depth with 13 mantissa bits = a relative
+// precision of 2^-13 in d), then a 10-bit payload: material (material_bits) and the quantised
+// light factor (the remaining bits). 0 = empty. Nearest wins; ties go to the larger payload.
+
+struct RasterParams {
+    // Rows of view_proj: clip x, clip y, clip w, and (row w - row z) for the reversed depth.
+    clip_x: vec4<f32>,
+    clip_y: vec4<f32>,
+    clip_w: vec4<f32>,
+    depth_row: vec4<f32>,
+    // Frustum planes (xyz normal pointing inside, w offset), normalised.
+    frustum: array<vec4<f32>, 6>,
+    // xyz: unit vector towards the light; w: ambient fraction.
+    light_to: vec4<f32>,
+    // Model-space bounding sphere (xyz centre, w radius); w < 0: no instance culling.
+    cull_sphere: vec4<f32>,
+    // Linear RGBA of empty pixels.
+    clear: vec4<f32>,
+    // Linear RGB of material 0 (palette source).
+    albedo: vec4<f32>,
+    width: u32,
+    height: u32,
+    instance_count: u32,
+    triangle_count: u32,
+    big_capacity: u32,
+    big_threshold: u32,
+    material_bits: u32,
+    flags: u32,
+    bone_count: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+};
+
+// Bind-pose vertex (the layout of sinew_gpu::baked::BakedVertex).
+struct RasterMeshVertex {
+    position: vec4<f32>,
+    normal: vec4<f32>,
+    joints0: vec4<u32>,
+    weights0: vec4<f32>,
+    joints1: vec4<u32>,
+    weights1: vec4<f32>,
+};
+
+// A listed big triangle: its three screen vertices (x px, y px, reversed depth, light),
+// positively oriented, and (material, 0, 0, 0).
+struct RasterBigTriangle {
+    a: vec4<f32>,
+    b: vec4<f32>,
+    c: vec4<f32>,
+    material: vec4<u32>,
+};
+
+struct RasterWorld {
+    r0: vec4<f32>,
+    r1: vec4<f32>,
+    r2: vec4<f32>,
+};
+
+struct RasterSourceVertex {
+    position: vec3<f32>,
+    normal: vec3<f32>,
+};
+
+struct RasterScreenVertex {
+    // x, y in pixels (y down), reversed depth, light factor.
+    p: vec4<f32>,
+    // Clip w > 0 (in front of the eye plane).
+    in_front: bool,
+};
+
+@group(1) @binding(0) var<uniform> raster_params: RasterParams;
+@group(1) @binding(1) var<storage, read> raster_vertices: array<RasterMeshVertex>;
+@group(1) @binding(2) var<storage, read> raster_indices: array<u32>;
+@group(1) @binding(4) var<storage, read_write> raster_vis: array<atomic<u32>>;
+@group(1) @binding(5) var<storage, read_write> raster_big: array<RasterBigTriangle>;
+@group(1) @binding(6) var<storage, read_write> raster_big_count: atomic<u32>;
+@group(1) @binding(7) var<storage, read_write> raster_color: array<u32>;
+@group(2) @binding(0) var<storage, read_write> raster_big_args: array<u32, 4>;
+
+const RASTER_GROUP: u32 = 64u;
+const RASTER_MAX_GROUPS_X: u32 = 65535u;
+const RASTER_FLAG_SRGB: u32 = 1u;
+const RASTER_FLAG_SKIN_ONLY: u32 = 2u;
+
+fn raster_light(n: vec3<f32>) -> f32 {
+    let l2 = dot(n, n);
+    var lambert = 0.0;
+    if (l2 > 0.0) {
+        lambert = max(dot(n * inverseSqrt(l2), raster_params.light_to.xyz), 0.0);
+    }
+    let ambient = raster_params.light_to.w;
+    return ambient + (1.0 - ambient) * lambert;
+}
+
+fn raster_project(v: RasterSourceVertex) -> RasterScreenVertex {
+    let h = vec4<f32>(v.position, 1.0);
+    let w = dot(raster_params.clip_w, h);
+    let inv = 1.0 / w;
+    let x = (dot(raster_params.clip_x, h) * inv + 1.0) * 0.5 * f32(raster_params.width);
+    let y = (1.0 - dot(raster_params.clip_y, h) * inv) * 0.5 * f32(raster_params.height);
+    let d = dot(raster_params.depth_row, h) * inv;
+    return RasterScreenVertex(vec4<f32>(x, y, d, raster_light(v.normal)), w > 0.0);
+}
+
+fn raster_vertex(instance: u32, index: u32) -> RasterScreenVertex {
+    return raster_project(source_vertex(instance, raster_vertices[index]));
+}
+
+// False for NaN and huge values (vertices very close to the eye plane).
+fn raster_finite(p: vec4<f32>) -> bool {
+    return abs(p.x) < 1e30 && abs(p.y) < 1e30 && abs(p.z) < 1e30;
+}
+
+fn raster_key(depth: f32, light: f32, material: u32) -> u32 {
+    let light_bits = 10u - raster_params.material_bits;
+    let levels = f32((1u << light_bits) - 1u);
+    let q = u32(clamp(light, 0.0, 1.0) * levels + 0.5);
+    return (bitcast<u32>(depth) & 0xfffffc00u) | (material << light_bits) | q;
+}
+
+// Pixel centres inside the bounding box of a, b, c, clamped to the target: (x0, y0, x1, y1),
+// empty when x0 > x1 or y0 > y1.
+fn raster_bounds(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>) -> vec4<i32> {
+    let size = vec2<f32>(f32(raster_params.width), f32(raster_params.height));
+    let lo = min(a.xy, min(b.xy, c.xy));
+    let hi = max(a.xy, max(b.xy, c.xy));
+    let first = clamp(ceil(lo - 0.5), vec2<f32>(0.0), size);
+    let last = clamp(floor(hi - 0.5), vec2<f32>(-1.0), size - 1.0);
+    return vec4<i32>(vec2<i32>(first), vec2<i32>(last));
+}
+
+// Edge-function test of the pixel centre (x + 0.5, y + 0.5) against the positively oriented
+// triangle a, b, c (1 / area given); interpolates depth and light in screen space and writes
+// the visibility word.
+fn raster_pixel(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, inv_area: f32, x: i32, y: i32, material: u32) {
+    let p = vec2<f32>(f32(x) + 0.5, f32(y) + 0.5);
+    let e_c = (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x);
+    let e_a = (c.x - b.x) * (p.y - b.y) - (c.y - b.y) * (p.x - b.x);
+    let e_b = (a.x - c.x) * (p.y - c.y) - (a.y - c.y) * (p.x - c.x);
+    if (e_a < 0.0 || e_b < 0.0 || e_c < 0.0) {
+        return;
+    }
+    let wa = e_a * inv_area;
+    let wb = e_b * inv_area;
+    let wc = e_c * inv_area;
+    let depth = wa * a.z + wb * b.z + wc * c.z;
+    if (!(depth > 0.0 && depth <= 1.0)) {
+        return;
+    }
+    let light = wa * a.w + wb * b.w + wc * c.w;
+    let i = u32(y) * raster_params.width + u32(x);
+    atomicMax(&raster_vis[i], raster_key(depth, light, material));
+}
+
+fn raster_triangle(va: RasterScreenVertex, vb: RasterScreenVertex, vc: RasterScreenVertex, material: u32) {
+    if (!(va.in_front && vb.in_front && vc.in_front)) {
+        return;
+    }
+    let a = va.p;
+    // Swapped below so that a, b, c is positively oriented in pixel space.
+    let c = vb.p;
+    let b = vc.p;
+    if (!(raster_finite(a) && raster_finite(b) && raster_finite(c))) {
+        return;
+    }
+    // Entirely beyond the far plane or in front of the near plane.
+    if (max(a.z, max(b.z, c.z)) < 0.0 || min(a.z, min(b.z, c.z)) > 1.0) {
+        return;
+    }
+    // Front faces are counter-clockwise in NDC (y up): clockwise in pixels (y down), i.e.
+    // positive here after the swap. Back faces and zero-area triangles are culled.
+    let area = (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x);
+    if (!(area > 0.0)) {
+        return;
+    }
+    let r = raster_bounds(a, b, c);
+    if (r.x > r.z || r.y > r.w) {
+        return; // no pixel centre inside (or off screen)
+    }
+    let extent = vec2<u32>(r.zw - r.xy) + 1u;
+    if (extent.x * extent.y > raster_params.big_threshold) {
+        let slot = atomicAdd(&raster_big_count, 1u);
+        if (slot < raster_params.big_capacity) {
+            raster_big[slot] = RasterBigTriangle(a, b, c, vec4<u32>(material, 0u, 0u, 0u));
+            return;
+        }
+        // List full: rasterise it here.
+    }
+    let inv_area = 1.0 / area;
+    for (var y = r.y; y <= r.w; y = y + 1) {
+        for (var x = r.x; x <= r.z; x = x + 1) {
+            raster_pixel(a, b, c, inv_area, x, y, material);
+        }
+    }
+}
+
+fn raster_sphere_visible(world: RasterWorld) -> bool {
+    let s = raster_params.cull_sphere;
+    if (s.w < 0.0) {
+        return true;
+    }
+    let h = vec4<f32>(s.xyz, 1.0);
+    let centre = vec4<f32>(dot(world.r0, h), dot(world.r1, h), dot(world.r2, h), 1.0);
+    let c0 = vec3<f32>(world.r0.x, world.r1.x, world.r2.x);
+    let c1 = vec3<f32>(world.r0.y, world.r1.y, world.r2.y);
+    let c2 = vec3<f32>(world.r0.z, world.r1.z, world.r2.z);
+    let scale = sqrt(max(dot(c0, c0), max(dot(c1, c1), dot(c2, c2))));
+    let radius = s.w * scale;
+    for (var i = 0u; i < 6u; i = i + 1u) {
+        if (dot(raster_params.frustum[i], centre) < -radius) {
+            return false;
+        }
+    }
+    return true;
+}
+
+var<workgroup> raster_instance_visible: u32;
+
+@compute @workgroup_size(64)
+fn cs_raster(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let instance = group.x + group.y * groups.x;
+    if (instance >= raster_params.instance_count) {
+        return;
+    }
+    if (lid == 0u) {
+        raster_instance_visible = select(0u, 1u, raster_sphere_visible(source_world(instance)));
+    }
+    if (workgroupUniformLoad(&raster_instance_visible) == 0u) {
+        return;
+    }
+    source_prepare(instance, lid);
+    workgroupBarrier();
+    let material = source_material(instance) & ((1u << raster_params.material_bits) - 1u);
+    let skin_only = (raster_params.flags & RASTER_FLAG_SKIN_ONLY) != 0u;
+    for (var t = lid; t < raster_params.triangle_count; t = t + RASTER_GROUP) {
+        let va = raster_vertex(instance, raster_indices[3u * t]);
+        let vb = raster_vertex(instance, raster_indices[3u * t + 1u]);
+        let vc = raster_vertex(instance, raster_indices[3u * t + 2u]);
+        if (skin_only) {
+            // Timing mode: skin and project only (keep the results alive, write nothing).
+            if (va.p.z == -3.0 && vb.p.z == -3.0 && vc.p.z == -3.0) {
+                atomicMax(&raster_vis[0], 1u);
+            }
+            continue;
+        }
+        raster_triangle(va, vb, vc, material);
+    }
+}
+
+@compute @workgroup_size(1)
+fn cs_big_prepare() {
+    let n = min(atomicLoad(&raster_big_count), raster_params.big_capacity);
+    raster_big_args[0] = min(n, RASTER_MAX_GROUPS_X);
+    raster_big_args[1] = (n + RASTER_MAX_GROUPS_X - 1u) / RASTER_MAX_GROUPS_X;
+    raster_big_args[2] = 1u;
+}
+
+@compute @workgroup_size(64)
+fn cs_big(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let e = group.x + group.y * groups.x;
+    let n = min(atomicLoad(&raster_big_count), raster_params.big_capacity);
+    if (e >= n) {
+        return;
+    }
+    let t = raster_big[e];
+    let r = raster_bounds(t.a, t.b, t.c);
+    let area = (t.b.x - t.a.x) * (t.c.y - t.a.y) - (t.b.y - t.a.y) * (t.c.x - t.a.x);
+    let inv_area = 1.0 / area;
+    let extent = vec2<u32>(r.zw - r.xy) + 1u;
+    let count = extent.x * extent.y;
+    for (var k = lid; k < count; k = k + RASTER_GROUP) {
+        let x = r.x + i32(k % extent.x);
+        let y = r.y + i32(k / extent.x);
+        raster_pixel(t.a, t.b, t.c, inv_area, x, y, t.material.x);
+    }
+}
+
+fn raster_srgb(c: f32) -> f32 {
+    if (c <= 0.0031308) {
+        return 12.92 * max(c, 0.0);
+    }
+    return 1.055 * pow(c, 1.0 / 2.4) - 0.055;
+}
+
+@compute @workgroup_size(8, 8)
+fn cs_resolve(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x >= raster_params.width || id.y >= raster_params.height) {
+        return;
+    }
+    if (id.x == 0u && id.y == 0u) {
+        atomicStore(&raster_big_count, 0u);
+    }
+    let i = id.y * raster_params.width + id.x;
+    let key = atomicExchange(&raster_vis[i], 0u);
+    var c = raster_params.clear;
+    if (key != 0u) {
+        let light_bits = 10u - raster_params.material_bits;
+        let levels = (1u << light_bits) - 1u;
+        let light = f32(key & levels) / f32(levels);
+        let material = (key & 0x3ffu) >> light_bits;
+        c = vec4<f32>(source_material_color(material) * light, 1.0);
+    }
+    if ((raster_params.flags & RASTER_FLAG_SRGB) != 0u) {
+        c = vec4<f32>(raster_srgb(c.r), raster_srgb(c.g), raster_srgb(c.b), c.a);
+    }
+    raster_color[i] = pack4x8unorm(c);
+}
