@@ -1,6 +1,7 @@
 //! Baked animation textures: bake time (CPU, every clip of the built-in character and, when the
 //! shared assets are present, Fox, at 30 and 60 Hz) and, on an adapter, the time to draw a
-//! baked crowd offscreen (render pass submitted and waited for; instances uploaded once).
+//! baked crowd offscreen (submitted and waited for; instances uploaded once), by the graphics
+//! pipeline (`BakedRenderer`) and by the compute rasteriser (`ComputeBakedRenderer`).
 //!
 //! `cargo bench -p sinew-benches --bench baked`. Set `SINEW_ASSETS` to the assets folder for
 //! Fox; without an adapter the draw benchmarks are skipped with a message.
@@ -10,6 +11,7 @@ use glam::{Affine3A, Mat4, Vec3, Vec4};
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::GpuContext;
+use sinew_gpu::raster::ComputeBakedRenderer;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
 use sinew_jobs::builtin;
@@ -98,6 +100,9 @@ fn draw(c: &mut Criterion) {
         let Ok(mut renderer) = BakedRenderer::new(&ctx, &anim, 640, 360) else {
             continue;
         };
+        let Ok(mut compute) = ComputeBakedRenderer::new(&ctx, &anim, &mesh, 640, 360) else {
+            continue;
+        };
         let side = (n as f32).sqrt().ceil() as usize;
         let instances: Vec<BakedInstance> = (0..n)
             .map(|i| {
@@ -110,7 +115,9 @@ fn draw(c: &mut Criterion) {
                 )
             })
             .collect();
-        if renderer.set_instances(&ctx, &anim, &instances).is_err() {
+        if renderer.set_instances(&ctx, &anim, &instances).is_err()
+            || compute.set_instances(&ctx, &anim, &instances).is_err()
+        {
             continue;
         }
         // Top-down orthographic view of the grid: x → clip x, z → clip y, height → depth.
@@ -129,6 +136,15 @@ fn draw(c: &mut Criterion) {
                 black_box(renderer.render(&ctx, &anim, vp, t).map(|f| f.wall))
             })
         });
+        g.bench_function(
+            format!("{name} {n} instances 640x360 compute raster"),
+            |b| {
+                b.iter(|| {
+                    t += 1.0 / 60.0;
+                    black_box(compute.render(&ctx, &anim, vp, t).map(|f| f.wall))
+                })
+            },
+        );
     }
     g.finish();
 }

@@ -1,7 +1,9 @@
 //! GPU skinning path: a crowd of Fox characters animated on the CPU (the nine-job pipeline),
 //! palettes written through a [`PaletteRing`] (mapped ring vs `queue.write_buffer`, optionally
 //! the staging ring), skinned and drawn on the GPU (instanced vertex-shader skinning into a
-//! 1280×720 offscreen target), plus the compute skinning pass over the whole crowd.
+//! 1280×720 offscreen target) by the graphics pipeline (`hardware`) or by the compute
+//! rasteriser (`compute`, `sinew_gpu::raster`), plus the compute skinning pass over the whole
+//! crowd.
 //!
 //! Not a criterion bench (the split of one frame is what matters): `harness = false`, prints
 //! a table. Environment:
@@ -9,7 +11,11 @@
 //! - `SINEW_BENCH_COUNTS`: crowd sizes, comma-separated (default `10000,100000,1000000`).
 //! - `SINEW_BENCH_FRAMES`: measured frames per (size, mode) (default 30; 3 warm-up frames).
 //! - `SINEW_BENCH_MODES`: `mapped,write_buffer,staging` subset (default `mapped,write_buffer`).
-//! - `SINEW_BENCH_PNG`: folder to write one frame per crowd size as PNG (optional).
+//! - `SINEW_BENCH_RASTER`: `hardware,compute,skin_only` subset (default `hardware,compute`);
+//!   `skin_only` runs the compute rasteriser's raster pass without rasterising (its time is
+//!   the skinning + projection share of that pass).
+//! - `SINEW_BENCH_PNG`: folder to write one frame per crowd size and raster kind as PNG
+//!   (optional).
 //!
 //! Frame (steady state, pipelined: the CPU never waits for the GPU except inside the ring):
 //! `crowd_palette_len` → `ring.write(|p| animator.run_frame_into(store, dt, p))` → encode the
@@ -22,6 +28,9 @@ use std::time::{Duration, Instant};
 use glam::{Quat, Vec3};
 use sinew_gpu::context::GpuContext;
 use sinew_gpu::palette_ring::{ENTRY_BYTES, PaletteRing, PaletteUpload, crowd_palette_len};
+use sinew_gpu::raster::{
+    ComputeCrowdRenderer, RasterGpuTimes, RasterTimestamps, RasterWork, TIMESTAMPS_PER_FRAME,
+};
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
 use sinew_gpu::skin_pass::{GpuSkinMesh, SkinBatch, SkinBuffers, SkinPass};
 use sinew_jobs::animator::Animator;
@@ -50,6 +59,25 @@ struct Split {
     finish: Duration,
     encode_submit: Duration,
     gpu_draw_ms: f64,
+    gpu_passes: RasterGpuTimes,
+}
+
+/// Which renderer draws the frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Raster {
+    Hardware,
+    Compute,
+    ComputeSkinOnly,
+}
+
+impl Raster {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Hardware => "hardware",
+            Self::Compute => "compute",
+            Self::ComputeSkinOnly => "compute, skin only",
+        }
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -100,6 +128,15 @@ fn main() -> Result<(), BoxError> {
             _ => None,
         })
         .collect();
+    let rasters: Vec<Raster> = env_or("SINEW_BENCH_RASTER", "hardware,compute")
+        .split(',')
+        .filter_map(|m| match m.trim() {
+            "hardware" => Some(Raster::Hardware),
+            "compute" => Some(Raster::Compute),
+            "skin_only" => Some(Raster::ComputeSkinOnly),
+            _ => None,
+        })
+        .collect();
     let png_dir = std::env::var("SINEW_BENCH_PNG").ok().map(PathBuf::from);
     let ctx = GpuContext::new()?;
     let timestamps = ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
@@ -135,9 +172,9 @@ fn main() -> Result<(), BoxError> {
     let skin_pass = SkinPass::new(&ctx);
     let gpu_mesh = GpuSkinMesh::new(&ctx, &mesh)?;
     println!(
-        "\n| characters | palette upload | palette MB/frame | wall ms/frame | CPU: count | jobs 1–8 | job 9 (palette write) | ring wait | unmap/copy/write_buffer | encode+submit | GPU skin+draw ms |"
+        "\n| characters | raster | palette upload | palette MB/frame | wall ms/frame | CPU: count | jobs 1–8 | job 9 (palette write) | ring wait | unmap/copy/write_buffer | encode+submit | GPU ms (skin+draw) | raster pass | big triangles | resolve |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut compute_rows = Vec::new();
     for &n in &counts {
         let mut store = Store::new();
@@ -195,7 +232,9 @@ fn main() -> Result<(), BoxError> {
         };
         let mut renderer = CrowdRenderer::new(&ctx, &mesh, width, height)?;
         renderer.set_instances(&ctx, &instances)?;
-        let query_count = 2 * frames;
+        let mut compute = ComputeCrowdRenderer::new(&ctx, &mesh, width, height)?;
+        compute.set_instances(&ctx, &instances)?;
+        let query_count = TIMESTAMPS_PER_FRAME * frames;
         let queries = timestamps.then(|| {
             ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("bench timestamps"),
@@ -210,14 +249,23 @@ fn main() -> Result<(), BoxError> {
             mapped_at_creation: false,
         });
         let mut last_ring = None;
-        for &mode in &modes {
+        for (&raster, &mode) in rasters
+            .iter()
+            .flat_map(|r| modes.iter().map(move |m| (r, m)))
+        {
+            compute.options_mut().work = if raster == Raster::ComputeSkinOnly {
+                RasterWork::SkinOnly
+            } else {
+                RasterWork::Full
+            };
             if mode == PaletteUpload::Mapped
                 && !ctx
                     .features
                     .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
             {
                 println!(
-                    "| {n} | {} | – | not available on this adapter |",
+                    "| {n} | {} | {} | – | not available on this adapter |",
+                    raster.name(),
                     mode.name()
                 );
                 continue;
@@ -244,17 +292,28 @@ fn main() -> Result<(), BoxError> {
                         label: Some("frame"),
                     });
                 let measured = f >= 3;
-                let q = f.saturating_sub(3) * 2;
-                let tw = match (&queries, measured) {
-                    (Some(qs), true) => Some(wgpu::RenderPassTimestampWrites {
-                        query_set: qs,
-                        beginning_of_pass_write_index: Some(q),
-                        end_of_pass_write_index: Some(q + 1),
-                    }),
-                    _ => None,
-                };
+                let q = f.saturating_sub(3) * TIMESTAMPS_PER_FRAME;
                 let palette = ring.buffer().ok_or("ring without buffer")?;
-                renderer.encode(&ctx, &mut enc, palette, &camera, tw);
+                if raster == Raster::Hardware {
+                    let tw = match (&queries, measured) {
+                        (Some(qs), true) => Some(wgpu::RenderPassTimestampWrites {
+                            query_set: qs,
+                            beginning_of_pass_write_index: Some(q),
+                            end_of_pass_write_index: Some(q + 1),
+                        }),
+                        _ => None,
+                    };
+                    renderer.encode(&ctx, &mut enc, palette, &camera, tw);
+                } else {
+                    let tw = match (&queries, measured) {
+                        (Some(qs), true) => Some(RasterTimestamps {
+                            query_set: qs,
+                            first: q,
+                        }),
+                        _ => None,
+                    };
+                    compute.encode(&ctx, &mut enc, palette, &camera, tw);
+                }
                 let sub = ctx.queue.submit([enc.finish()]);
                 ring.submitted(Some(sub));
                 let t3 = Instant::now();
@@ -281,8 +340,21 @@ fn main() -> Result<(), BoxError> {
                 enc.resolve_query_set(qs, 0..query_count, &resolve, 0);
                 ctx.queue.submit([enc.finish()]);
                 let ts = read_timestamps(&ctx, &resolve, query_count)?;
-                let sum: u64 = ts.chunks_exact(2).map(|p| p[1].saturating_sub(p[0])).sum();
-                total.gpu_draw_ms = sum as f64 * period_ns / 1e6 / f64::from(frames);
+                let per_frame = ts.chunks_exact(TIMESTAMPS_PER_FRAME as usize);
+                if raster == Raster::Hardware {
+                    let sum: u64 = per_frame.map(|p| p[1].saturating_sub(p[0])).sum();
+                    total.gpu_draw_ms = sum as f64 * period_ns / 1e6 / f64::from(frames);
+                } else {
+                    let mut passes = RasterGpuTimes::default();
+                    for p in per_frame {
+                        let t = RasterGpuTimes::from_ticks(p, period_ns as f32).unwrap_or_default();
+                        passes.raster += t.raster / frames;
+                        passes.big += t.big / frames;
+                        passes.resolve += t.resolve / frames;
+                    }
+                    total.gpu_draw_ms = ms(passes.total());
+                    total.gpu_passes = passes;
+                }
             }
             let fr = f64::from(frames);
             let gpu = if timestamps {
@@ -290,8 +362,20 @@ fn main() -> Result<(), BoxError> {
             } else {
                 "n/a (no TIMESTAMP_QUERY)".into()
             };
+            let passes = if raster == Raster::Hardware || !timestamps {
+                "– | – | –".to_string()
+            } else {
+                let p = total.gpu_passes;
+                format!(
+                    "{:.2} | {:.2} | {:.2}",
+                    ms(p.raster),
+                    ms(p.big),
+                    ms(p.resolve)
+                )
+            };
             println!(
-                "| {n} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {gpu} |",
+                "| {n} | {} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {gpu} | {passes} |",
+                raster.name(),
                 mode.name(),
                 (entries as u64 * ENTRY_BYTES) as f64 / 1e6,
                 ms(total.wall) / fr,
@@ -306,11 +390,16 @@ fn main() -> Result<(), BoxError> {
             let len = crowd_palette_len(&mut store)?;
             ring.write(&ctx, len, |p| animator.run_frame_into(&mut store, dt, p))??;
             if let Some(dir) = &png_dir
-                && last_ring.is_none()
+                && mode == modes[0]
+                && raster != Raster::ComputeSkinOnly
             {
                 std::fs::create_dir_all(dir)?;
-                let image = renderer.render_ring(&ctx, &mut ring, &instances, &camera)?;
-                image.save_png(dir.join(format!("fox_crowd_{n}.png")))?;
+                let image = if raster == Raster::Hardware {
+                    renderer.render_ring(&ctx, &mut ring, &instances, &camera)?
+                } else {
+                    compute.render_ring(&ctx, &mut ring, &instances, &camera)?
+                };
+                image.save_png(dir.join(format!("fox_crowd_{}_{n}.png", raster.name())))?;
                 ring.write(&ctx, len, |p| animator.run_frame_into(&mut store, dt, p))??;
             }
             if let Some(mut previous) = last_ring.replace(ring) {

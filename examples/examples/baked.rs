@@ -7,13 +7,15 @@
 //! and wall times. `--gltf FILE` crowds a glTF model instead, `--png FILE` writes the last
 //! frame, `--counts 10000,100000` measures several crowd sizes in one run, `--cpu-path N`
 //! also times the nine-job CPU pipeline on N characters for comparison, `--half` uploads
-//! RGBA16F. See `--help`.
+//! RGBA16F, `--raster compute,hardware` draws every crowd size with the compute rasteriser
+//! (`sinew_gpu::raster`) and the graphics pipeline one after the other. See `--help`.
 
 use clap::Parser;
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec4};
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::GpuContext;
+use sinew_gpu::raster::ComputeBakedRenderer;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
@@ -63,6 +65,17 @@ struct Args {
     /// Also time the CPU pipeline (nine jobs, palettes in memory) on this many characters.
     #[arg(long)]
     cpu_path: Option<usize>,
+    /// Which rasteriser(s) draw: `hardware` (graphics pipeline, vertex-shader playback),
+    /// `compute` (compute-shader rasteriser), or both, comma-separated, timed one after the
+    /// other.
+    #[arg(long, value_delimiter = ',', default_value = "hardware")]
+    raster: Vec<RasterKind>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum RasterKind {
+    Hardware,
+    Compute,
 }
 
 struct Model {
@@ -283,14 +296,21 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let spacing = model_size(&m.mesh) * 0.6;
     let (w, h) = (args.width, args.height);
     let mut renderer = BakedRenderer::new(&ctx, &anim, w, h)?;
+    let mut compute = ComputeBakedRenderer::new(&ctx, &anim, &m.mesh, w, h)?;
     println!(
-        "\n| model | characters | vertices/frame | GPU ms/frame (median) | wall ms/frame (median) | CPU ms/frame (median) | instance buffer MiB |"
+        "\n| model | raster | characters | vertices/frame | GPU ms/frame (median) | raster pass | big triangles | resolve | wall ms/frame (median) | CPU ms/frame (median) | instance buffer MiB |"
     );
-    println!("|---|---|---|---|---|---|---|");
-    let mut last = None;
-    for &n in &counts {
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut last = None::<RasterKind>;
+    for (&n, &kind) in counts
+        .iter()
+        .flat_map(|n| args.raster.iter().map(move |k| (n, k)))
+    {
         let (instances, half) = crowd(n, baked.clips.len(), spacing);
-        renderer.set_instances(&ctx, &anim, &instances)?;
+        match kind {
+            RasterKind::Hardware => renderer.set_instances(&ctx, &anim, &instances)?,
+            RasterKind::Compute => compute.set_instances(&ctx, &anim, &instances)?,
+        }
         // Look at the whole crowd from above one corner.
         let eye = Vec3::new(-half * 1.1, half.max(spacing * 2.0) * 0.9, -half * 1.1)
             + Vec3::splat(spacing);
@@ -301,12 +321,32 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             half * 6.0 + spacing * 20.0,
         ) * look_at(eye, Vec3::new(0.0, 0.0, 0.0));
         let (mut gpu, mut wall, mut cpu) = (Vec::new(), Vec::new(), Vec::new());
+        let mut passes: [Vec<f64>; 3] = Default::default();
         for f in 0..args.frames + 3 {
-            let timing = renderer.render(&ctx, &anim, vp, f as f32 / 60.0)?;
+            let t = f as f32 / 60.0;
+            let (frame_gpu, frame_wall, frame_cpu) = match kind {
+                RasterKind::Hardware => {
+                    let timing = renderer.render(&ctx, &anim, vp, t)?;
+                    (timing.gpu.map(ms), timing.wall.map(ms), ms(timing.cpu))
+                }
+                RasterKind::Compute => {
+                    let timing = compute.render(&ctx, &anim, vp, t)?;
+                    if let (Some(g), true) = (timing.gpu, f >= 3) {
+                        passes[0].push(ms(g.raster));
+                        passes[1].push(ms(g.big));
+                        passes[2].push(ms(g.resolve));
+                    }
+                    (
+                        timing.gpu.map(|g| ms(g.total())),
+                        Some(ms(timing.wall)),
+                        ms(timing.cpu),
+                    )
+                }
+            };
             if f >= 3 {
-                gpu.extend(timing.gpu.map(ms));
-                wall.extend(timing.wall.map(ms));
-                cpu.push(ms(timing.cpu));
+                gpu.extend(frame_gpu);
+                wall.extend(frame_wall);
+                cpu.push(frame_cpu);
             }
         }
         let gpu_ms = if gpu.is_empty() {
@@ -314,8 +354,14 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         } else {
             format!("{:.2}", median(&mut gpu))
         };
+        let split = if passes[0].is_empty() {
+            "– | – | –".to_string()
+        } else {
+            let [a, b, c] = &mut passes;
+            format!("{:.2} | {:.2} | {:.2}", median(a), median(b), median(c))
+        };
         println!(
-            "| {} | {n} | {:.1} M | {gpu_ms} | {:.2} | {:.3} | {:.1} |",
+            "| {} | {kind:?} | {n} | {:.1} M | {gpu_ms} | {split} | {:.2} | {:.3} | {:.1} |",
             if args.gltf.is_some() {
                 "glTF"
             } else {
@@ -326,7 +372,7 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             median(&mut cpu),
             std::mem::size_of_val(instances.as_slice()) as f64 / (1024.0 * 1024.0)
         );
-        last = Some(n);
+        last = Some(kind);
     }
     if let Some(n) = args.cpu_path {
         let ms = cpu_path(&m, n, args.frames.min(30))?;
@@ -335,10 +381,27 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             rayon::current_num_threads()
         );
     }
+    // The last frame of the last crowd size, per rasteriser (`FILE_hardware.png`,
+    // `FILE_compute.png` when both ran).
     if let (Some(path), Some(_)) = (&args.png, last) {
-        let rgba = renderer.read_pixels(&ctx)?;
-        write_png(path, w, h, &rgba)?;
-        println!("wrote {}", path.display());
+        for &kind in &args.raster {
+            let rgba = match kind {
+                RasterKind::Hardware => renderer.read_pixels(&ctx)?,
+                RasterKind::Compute => compute.read_pixels(&ctx)?,
+            };
+            let path = if args.raster.len() > 1 {
+                let stem = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy())
+                    .unwrap_or_default();
+                let name = format!("{stem}_{}.png", format!("{kind:?}").to_lowercase());
+                path.with_file_name(name)
+            } else {
+                path.clone()
+            };
+            write_png(&path, w, h, &rgba)?;
+            println!("wrote {}", path.display());
+        }
     }
     Ok(())
 }

@@ -172,7 +172,11 @@ fn raster_pixel(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, inv_area: f32, x: i32,
     }
     let light = wa * a.w + wb * b.w + wc * c.w;
     let i = u32(y) * raster_params.width + u32(x);
-    atomicMax(&raster_vis[i], raster_key(depth, light, material));
+    let key = raster_key(depth, light, material);
+    // Early depth test: most crowd pixels are hidden, and a load is cheaper than an atomic.
+    if (key > atomicLoad(&raster_vis[i])) {
+        atomicMax(&raster_vis[i], key);
+    }
 }
 
 fn raster_triangle(va: RasterScreenVertex, vb: RasterScreenVertex, vc: RasterScreenVertex, material: u32) {
