@@ -17,7 +17,9 @@ use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
-use sinew_gpu::raster::{ComputeBakedRenderer, ComputeCrowdRenderer};
+use sinew_gpu::raster::{
+    CLUSTER_VERTICES, ComputeBakedRenderer, ComputeCrowdRenderer, cluster_mesh,
+};
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance, RgbaImage};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh, Transform};
@@ -527,4 +529,45 @@ fn rejects_bad_input() {
     let empty = cs.render(&ctx, &palette, &[], &cam).unwrap();
     let bg = empty.pixel(0, 0).unwrap();
     assert!(empty.pixels.chunks_exact(4).all(|p| p == bg));
+}
+
+/// Clusters rebuild every triangle of the mesh in order (positions and skinning data of its
+/// three vertices), with local indices inside each cluster's at most 64 vertices.
+#[test]
+fn clusters_rebuild_every_triangle() {
+    for m in [builtin_model(), fox_model()] {
+        let c = cluster_mesh(&m.mesh).unwrap();
+        let words = 4 * c.vertex_stride as usize;
+        let mut rebuilt = Vec::new();
+        for k in 0..c.cluster_count as usize {
+            let [first_vertex, count, first_tri, tri_count] =
+                <[u32; 4]>::try_from(&c.mesh_words[4 * k..4 * k + 4]).unwrap();
+            assert!(count as usize <= CLUSTER_VERTICES);
+            for t in &c.mesh_words[first_tri as usize..(first_tri + tri_count) as usize] {
+                for shift in [0, 8, 16] {
+                    let local = (t >> shift) & 0xff;
+                    assert!(local < count);
+                    let v = (first_vertex + local) as usize * words;
+                    rebuilt.push(c.vertex_words[v..v + words].to_vec());
+                }
+            }
+        }
+        assert_eq!(rebuilt.len(), m.mesh.indices().len());
+        for (r, i) in rebuilt.iter().zip(m.mesh.indices()) {
+            let p = m.mesh.positions()[*i as usize];
+            assert_eq!(&r[..3], &[p.x.to_bits(), p.y.to_bits(), p.z.to_bits()]);
+            let j = m.mesh.joints()[*i as usize];
+            assert_eq!(r[4], j[0] | (j[1] << 16));
+            assert_eq!(r[5], j[2] | (j[3] << 16));
+        }
+        eprintln!(
+            "{}: {} vertices, {} triangles → {} unique vertices, {} clusters, {} vertices skinned per instance",
+            m.name,
+            m.mesh.positions().len(),
+            m.mesh.indices().len() / 3,
+            c.unique_vertices,
+            c.cluster_count,
+            c.cluster_vertices
+        );
+    }
 }

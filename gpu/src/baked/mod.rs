@@ -364,7 +364,7 @@ impl BakedAnimationGpu {
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("baked indices"),
                 contents: bytemuck::cast_slice(mesh.indices()),
-                usage: wgpu::BufferUsages::INDEX | wgpu::BufferUsages::STORAGE,
+                usage: wgpu::BufferUsages::INDEX,
             });
         Ok(Self {
             texture,

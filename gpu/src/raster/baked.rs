@@ -7,8 +7,8 @@ use glam::{Mat4, Vec3};
 use sinew_jobs::asset::SkinnedMesh;
 
 use super::{
-    BAKED_MATERIAL_BITS, ComputeRasterOptions, FrameLook, FrameQueries, MeshSource,
-    RASTER_MAX_BONES, RASTER_WGSL, RasterCore, RasterGpuTimes, bind_pose_sphere,
+    BAKED_MATERIAL_BITS, ComputeRasterOptions, FrameLook, FrameQueries, RASTER_MAX_BONES,
+    RASTER_WGSL, RasterCore, RasterGpuTimes, bind_pose_sphere,
 };
 use crate::baked::{BakedAnimationGpu, BakedInstance, Globals, common_layout, wait};
 use crate::context::{GpuContext, GpuError};
@@ -55,11 +55,13 @@ impl ComputeBakedRenderer {
         width: u32,
         height: u32,
     ) -> Result<Self, GpuError> {
-        if anim.bone_count > RASTER_MAX_BONES {
+        if anim.bone_count > RASTER_MAX_BONES || mesh.bone_count() != anim.bone_count as usize {
             return Err(GpuError::InvalidInput {
                 what: format!(
-                    "{LABEL}: {} bones (the compute rasteriser takes at most {RASTER_MAX_BONES})",
-                    anim.bone_count
+                    "{LABEL}: {} bones in the texture, {} in mesh '{}' (they must agree; the compute rasteriser takes at most {RASTER_MAX_BONES})",
+                    anim.bone_count,
+                    mesh.bone_count(),
+                    mesh.name()
                 ),
             });
         }
@@ -71,15 +73,7 @@ impl ComputeBakedRenderer {
         );
         let options =
             ComputeRasterOptions::with_cull_sphere(bind_pose_sphere(mesh.positions(), 2.0));
-        let core = RasterCore::new(
-            ctx,
-            LABEL,
-            source,
-            &layout,
-            MeshSource::Shared(&anim.vertices, &anim.indices, anim.index_count),
-            (width, height),
-            options,
-        )?;
+        let core = RasterCore::new(ctx, LABEL, source, &layout, mesh, (width, height), options)?;
         let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("raster baked globals"),
             size: std::mem::size_of::<Globals>() as u64,

@@ -50,7 +50,8 @@ use std::time::Duration;
 
 use glam::{DMat4, DVec4, Mat4, Vec3};
 
-use crate::baked::BakedVertex;
+use sinew_jobs::asset::SkinnedMesh;
+
 use crate::context::{GpuContext, GpuError};
 
 /// The shared rasteriser source (appended after a vertex source).
@@ -163,13 +164,14 @@ pub(crate) struct RasterParams {
     width: u32,
     height: u32,
     instance_count: u32,
-    triangle_count: u32,
+    cluster_count: u32,
     big_capacity: u32,
     big_threshold: u32,
     material_bits: u32,
     flags: u32,
     bone_count: u32,
-    pad: [u32; 3],
+    vertex_stride: u32,
+    pad: [u32; 2],
 }
 
 const FLAG_SRGB: u32 = 1;
@@ -254,17 +256,170 @@ pub(crate) struct RasterCore {
     readback: wgpu::Buffer,
     pub(crate) width: u32,
     pub(crate) height: u32,
-    pub(crate) triangle_count: u32,
+    cluster_count: u32,
+    vertex_stride: u32,
     pub(crate) instance_count: u32,
     pub(crate) options: ComputeRasterOptions,
 }
 
-/// Where the core's mesh comes from.
-pub(crate) enum MeshSource<'a> {
-    /// Upload these vertices and indices.
-    Upload(&'a [BakedVertex], &'a [u32]),
-    /// Buffers already on the GPU (storage usage), with the index count.
-    Shared(&'a wgpu::Buffer, &'a wgpu::Buffer, u32),
+/// Unique vertices per cluster (one invocation each; must match the shader's arrays).
+pub const CLUSTER_VERTICES: usize = 64;
+
+/// A mesh prepared for the raster pass: identical vertices merged, triangles grouped in
+/// index order into clusters of at most [`CLUSTER_VERTICES`] unique vertices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusteredMesh {
+    /// Each cluster's vertices, `vertex_stride` `vec4<u32>` per vertex (see the shader).
+    pub vertex_words: Vec<u32>,
+    /// Four words per cluster (first vertex, vertex count, first triangle word, triangle
+    /// count), then the triangles (three 8-bit local indices per word).
+    pub mesh_words: Vec<u32>,
+    /// Number of clusters.
+    pub cluster_count: u32,
+    /// `vec4<u32>` per vertex: 2 (four influences) or 3 (eight).
+    pub vertex_stride: u32,
+    /// Vertices of the mesh after merging identical ones.
+    pub unique_vertices: usize,
+    /// Vertices skinned per instance (unique vertices plus those repeated across clusters).
+    pub cluster_vertices: usize,
+}
+
+fn pack_snorm10(v: f32) -> u32 {
+    let q = (v.clamp(-1.0, 1.0) * 511.0).round() as i32;
+    (q as u32) & 0x3ff
+}
+
+fn pack_unorm16_pair(a: f32, b: f32) -> u32 {
+    let q = |w: f32| (w.clamp(0.0, 1.0) * 65535.0).round() as u32;
+    q(a) | (q(b) << 16)
+}
+
+/// Groups `mesh` into clusters for the raster pass.
+///
+/// # Errors
+/// [`GpuError::InvalidInput`] for a mesh without triangles, an index past the vertices or a
+/// joint index over 65 535.
+pub fn cluster_mesh(mesh: &SkinnedMesh) -> Result<ClusteredMesh, GpuError> {
+    let what = |w: String| GpuError::InvalidInput {
+        what: format!("compute raster: mesh '{}': {w}", mesh.name()),
+    };
+    let n = mesh.positions().len();
+    let extra = mesh.weights_extra().iter().flatten().any(|w| *w != 0.0);
+    let stride = if extra { 3 } else { 2 };
+    let joint_pair = |j: [u32; 4]| -> Result<[u32; 2], GpuError> {
+        if let Some(bad) = j.iter().find(|j| **j > 0xffff) {
+            return Err(what(format!("joint index {bad} over 65535")));
+        }
+        Ok([j[0] | (j[1] << 16), j[2] | (j[3] << 16)])
+    };
+    let mut unique: std::collections::HashMap<[u32; 12], u32> = std::collections::HashMap::new();
+    let mut unique_words: Vec<[u32; 12]> = Vec::new();
+    let mut remap = Vec::with_capacity(n);
+    for (v, p) in mesh.positions().iter().enumerate() {
+        let nrm = mesh.normals().get(v).copied().unwrap_or(Vec3::Y);
+        let mut w = [0u32; 12];
+        w[0] = p.x.to_bits();
+        w[1] = p.y.to_bits();
+        w[2] = p.z.to_bits();
+        w[3] = pack_snorm10(nrm.x) | (pack_snorm10(nrm.y) << 10) | (pack_snorm10(nrm.z) << 20);
+        let [j01, j23] = joint_pair(mesh.joints().get(v).copied().unwrap_or([0; 4]))?;
+        let wt = mesh
+            .weights()
+            .get(v)
+            .copied()
+            .unwrap_or([1.0, 0.0, 0.0, 0.0]);
+        w[4..8].copy_from_slice(&[
+            j01,
+            j23,
+            pack_unorm16_pair(wt[0], wt[1]),
+            pack_unorm16_pair(wt[2], wt[3]),
+        ]);
+        if extra {
+            let [j45, j67] = joint_pair(mesh.joints_extra().get(v).copied().unwrap_or([0; 4]))?;
+            let we = mesh.weights_extra().get(v).copied().unwrap_or([0.0; 4]);
+            w[8..12].copy_from_slice(&[
+                j45,
+                j67,
+                pack_unorm16_pair(we[0], we[1]),
+                pack_unorm16_pair(we[2], we[3]),
+            ]);
+        }
+        let id = *unique.entry(w).or_insert_with(|| {
+            unique_words.push(w);
+            (unique_words.len() - 1) as u32
+        });
+        remap.push(id);
+    }
+    let words = stride * 4;
+    let mut vertex_words = Vec::new();
+    let mut table = Vec::new();
+    let mut triangles: Vec<u32> = Vec::new();
+    let mut local: Vec<u32> = Vec::with_capacity(CLUSTER_VERTICES);
+    let mut cluster_tris: Vec<u32> = Vec::new();
+    let mut cluster_vertices = 0usize;
+    let mut flush = |local: &mut Vec<u32>, cluster_tris: &mut Vec<u32>| {
+        if cluster_tris.is_empty() {
+            return;
+        }
+        table.push([
+            (vertex_words.len() / words) as u32,
+            local.len() as u32,
+            triangles.len() as u32,
+            cluster_tris.len() as u32,
+        ]);
+        for id in local.iter() {
+            vertex_words.extend_from_slice(&unique_words[*id as usize][..words]);
+        }
+        cluster_vertices += local.len();
+        triangles.append(cluster_tris);
+        local.clear();
+    };
+    for t in mesh.indices().chunks_exact(3) {
+        let mut ids = [0u32; 3];
+        for (k, i) in t.iter().enumerate() {
+            ids[k] = *remap
+                .get(*i as usize)
+                .ok_or_else(|| what(format!("index {i} past {n} vertices")))?;
+        }
+        let new = ids
+            .iter()
+            .enumerate()
+            .filter(|(k, id)| !local.contains(id) && !ids[..*k].contains(id))
+            .count();
+        if local.len() + new > CLUSTER_VERTICES {
+            flush(&mut local, &mut cluster_tris);
+        }
+        let mut packed = 0u32;
+        for (k, id) in ids.iter().enumerate() {
+            let slot = match local.iter().position(|l| l == id) {
+                Some(s) => s,
+                None => {
+                    local.push(*id);
+                    local.len() - 1
+                }
+            };
+            packed |= (slot as u32) << (8 * k);
+        }
+        cluster_tris.push(packed);
+    }
+    flush(&mut local, &mut cluster_tris);
+    if table.is_empty() {
+        return Err(what("no triangles".into()));
+    }
+    let header = 4 * table.len() as u32;
+    let mut mesh_words = Vec::with_capacity(header as usize + triangles.len());
+    for [first_vertex, count, first_tri, tri_count] in &table {
+        mesh_words.extend_from_slice(&[*first_vertex, *count, header + first_tri, *tri_count]);
+    }
+    mesh_words.extend_from_slice(&triangles);
+    Ok(ClusteredMesh {
+        vertex_words,
+        mesh_words,
+        cluster_count: table.len() as u32,
+        vertex_stride: stride as u32,
+        unique_vertices: unique_words.len(),
+        cluster_vertices,
+    })
 }
 
 impl RasterCore {
@@ -275,7 +430,7 @@ impl RasterCore {
         label: &str,
         source: String,
         group0_layout: &wgpu::BindGroupLayout,
-        mesh: MeshSource<'_>,
+        mesh: &SkinnedMesh,
         (width, height): (u32, u32),
         options: ComputeRasterOptions,
     ) -> Result<Self, GpuError> {
@@ -312,32 +467,28 @@ impl RasterCore {
                 mapped_at_creation: false,
             })
         };
-        let (vertices, indices, triangle_count) = match mesh {
-            MeshSource::Upload(verts, idx) => {
-                let tri = u32::try_from(idx.len() / 3).map_err(|_| GpuError::InvalidInput {
-                    what: format!("{label}: index count over u32"),
-                })?;
-                let v = crate::baked::storage_init(
-                    ctx,
-                    "raster vertices",
-                    bytemuck::cast_slice(verts),
-                    wgpu::BufferUsages::empty(),
-                )?;
-                let i = crate::baked::storage_init(
-                    ctx,
-                    "raster indices",
-                    bytemuck::cast_slice(idx),
-                    wgpu::BufferUsages::empty(),
-                )?;
-                (v, i, tri)
-            }
-            MeshSource::Shared(v, i, index_count) => (v.clone(), i.clone(), index_count / 3),
-        };
-        if triangle_count == 0 {
+        if mesh.bone_count() > RASTER_MAX_BONES as usize {
             return Err(GpuError::InvalidInput {
-                what: format!("{label}: the mesh has no triangles"),
+                what: format!(
+                    "{label}: mesh '{}' has {} bones (the compute rasteriser takes at most {RASTER_MAX_BONES})",
+                    mesh.name(),
+                    mesh.bone_count()
+                ),
             });
         }
+        let clustered = cluster_mesh(mesh)?;
+        let vertices = crate::baked::storage_init(
+            ctx,
+            "raster vertices",
+            bytemuck::cast_slice(&clustered.vertex_words),
+            wgpu::BufferUsages::empty(),
+        )?;
+        let indices = crate::baked::storage_init(
+            ctx,
+            "raster clusters",
+            bytemuck::cast_slice(&clustered.mesh_words),
+            wgpu::BufferUsages::empty(),
+        )?;
         let vis = storage(
             "raster visibility",
             pixels_bytes,
@@ -448,7 +599,8 @@ impl RasterCore {
             readback,
             width,
             height,
-            triangle_count,
+            cluster_count: clustered.cluster_count,
+            vertex_stride: clustered.vertex_stride,
             instance_count: 0,
             options,
         })
@@ -554,13 +706,14 @@ impl RasterCore {
             width: self.width,
             height: self.height,
             instance_count: self.instance_count,
-            triangle_count: self.triangle_count,
+            cluster_count: self.cluster_count,
             big_capacity: o.big_triangle_capacity,
             big_threshold: o.big_triangle_pixels,
             material_bits: look.material_bits.min(9),
             flags,
             bone_count: look.bone_count,
-            pad: [0; 3],
+            vertex_stride: self.vertex_stride,
+            pad: [0; 2],
         }
     }
 

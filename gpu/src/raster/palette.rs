@@ -4,10 +4,8 @@ use glam::Vec3;
 use sinew_jobs::asset::SkinnedMesh;
 
 use super::{
-    ComputeRasterOptions, FrameLook, MeshSource, RASTER_WGSL, RasterCore, RasterTimestamps,
-    bind_pose_sphere,
+    ComputeRasterOptions, FrameLook, RASTER_WGSL, RasterCore, RasterTimestamps, bind_pose_sphere,
 };
-use crate::baked::baked_vertices;
 use crate::context::{GpuContext, GpuError};
 use crate::palette_ring::{ENTRY_BYTES, PaletteRing};
 use crate::render::{Camera, Instance, RgbaImage, Shading};
@@ -21,7 +19,8 @@ const LABEL: &str = "ComputeCrowdRenderer";
 /// [`Camera`], [`Shading`]; the image is sRGB-encoded RGBA8.
 ///
 /// Vertices blend both of the mesh's influence sets (as the compute skinning pass does; the
-/// hardware path's vertex shader uses the first four influences).
+/// hardware path's vertex shader uses the first four influences), with weights quantised to
+/// 16 bits and renormalised.
 #[derive(Debug)]
 pub struct ComputeCrowdRenderer {
     core: RasterCore,
@@ -37,8 +36,9 @@ impl ComputeCrowdRenderer {
     /// ([`ComputeCrowdRenderer::options_mut`] changes it).
     ///
     /// # Errors
-    /// [`GpuError::InvalidInput`] for a zero or oversized target or a mesh without triangles;
-    /// [`GpuError::TooLarge`] for buffers over the device's limits.
+    /// [`GpuError::InvalidInput`] for a zero or oversized target, a mesh without triangles or
+    /// with more than [`super::RASTER_MAX_BONES`] bones; [`GpuError::TooLarge`] for buffers
+    /// over the device's limits.
     pub fn new(
         ctx: &GpuContext,
         mesh: &SkinnedMesh,
@@ -63,7 +63,6 @@ impl ComputeCrowdRenderer {
             "{SKINNING_WGSL}\n{}\n{RASTER_WGSL}",
             include_str!("../shaders/raster_palette.wgsl")
         );
-        let vertices = baked_vertices(mesh);
         let options =
             ComputeRasterOptions::with_cull_sphere(bind_pose_sphere(mesh.positions(), 2.0));
         let core = RasterCore::new(
@@ -71,7 +70,7 @@ impl ComputeCrowdRenderer {
             LABEL,
             source,
             &group0_layout,
-            MeshSource::Upload(&vertices, mesh.indices()),
+            mesh,
             (width, height),
             options,
         )?;

@@ -1,17 +1,14 @@
 // Compute rasteriser, baked-texture vertex source: appended after baked_common.wgsl (whose
 // texel fetch, frame lerp and cross-fade it uses) and followed by raster_common.wgsl.
 // source_prepare computes each bone's matrix once per instance (bone_matrix: two frames,
-// lerped, cross-faded) premultiplied by the world transform into workgroup memory; vertices
-// then blend those (both influence sets, zero weights skipped, as skin_rows does).
+// lerped, cross-faded) premultiplied by the world transform into raster_bones; vertices then
+// blend those.
 
 @group(1) @binding(3) var<storage, read> raster_instances: array<Instance>;
 
-// RASTER_MAX_BONES in gpu/src/raster/mod.rs.
-var<workgroup> raster_bones: array<Rows, 128>;
-
-fn source_world(instance: u32) -> RasterWorld {
+fn source_world(instance: u32) -> RasterBone {
     let inst = raster_instances[instance];
-    return RasterWorld(inst.row0, inst.row1, inst.row2);
+    return RasterBone(inst.row0, inst.row1, inst.row2);
 }
 
 fn raster_world_times(w: vec4<f32>, m: Rows) -> vec4<f32> {
@@ -23,7 +20,7 @@ fn source_prepare(instance: u32, lid: u32) {
     let pb = playback(inst);
     for (var b = lid; b < raster_params.bone_count; b = b + RASTER_GROUP) {
         let m = bone_matrix(pb, b);
-        raster_bones[b] = Rows(
+        raster_bones[b] = RasterBone(
             raster_world_times(inst.row0, m),
             raster_world_times(inst.row1, m),
             raster_world_times(inst.row2, m),
@@ -37,19 +34,4 @@ fn source_material(instance: u32) -> u32 {
 
 fn source_material_color(material: u32) -> vec3<f32> {
     return clip_tint(material);
-}
-
-fn source_vertex(instance: u32, v: RasterMeshVertex) -> RasterSourceVertex {
-    var acc = Rows(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-    for (var i = 0u; i < 4u; i = i + 1u) {
-        if (v.weights0[i] != 0.0) {
-            acc = add_weighted(acc, raster_bones[v.joints0[i]], v.weights0[i]);
-        }
-    }
-    for (var i = 0u; i < 4u; i = i + 1u) {
-        if (v.weights1[i] != 0.0) {
-            acc = add_weighted(acc, raster_bones[v.joints1[i]], v.weights1[i]);
-        }
-    }
-    return RasterSourceVertex(apply_point(acc, v.position.xyz), apply_vector(acc, v.normal.xyz));
 }

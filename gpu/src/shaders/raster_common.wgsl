@@ -1,18 +1,27 @@
 // Compute rasteriser for skinned crowds (see gpu/src/raster/mod.rs). Appended after a vertex
 // source (raster_palette.wgsl or raster_baked.wgsl), which provides:
 //   @group(1) @binding(3) the instances,
-//   fn source_world(instance) -> RasterWorld            world transform rows (culling)
-//   fn source_prepare(instance, lid)                     per-instance work shared by the group
-//   fn source_vertex(instance, RasterMeshVertex) -> RasterSourceVertex   world position/normal
+//   fn source_world(instance) -> RasterBone              world transform rows (culling)
+//   fn source_prepare(instance, lid)                     fills raster_bones[0..bone_count]: each
+//                                                        bone's skinning matrix premultiplied
+//                                                        by the world transform (rows)
 //   fn source_material(instance) -> u32                  material index (masked by the caller)
 //   fn source_material_color(material) -> vec3<f32>      linear colour of a material
 //
+// The mesh arrives as clusters of at most 64 unique vertices (built on the CPU after merging
+// identical vertices): raster_mesh holds 4 words per cluster (first vertex, vertex count,
+// first triangle word, triangle count) followed by the triangles, three 8-bit local indices
+// per word; raster_vertices holds each cluster's vertices, vertex_stride vec4<u32> each:
+// position (f32 bits) + normal (10:10:10 snorm), then joints (u16 pairs) and weights (unorm16
+// pairs) for four influences, and four more when the mesh has a second influence set.
+//
 // Passes (one frame):
-//   cs_raster      one workgroup per instance: sphere-vs-frustum cull, then each invocation
-//                  takes triangles lid, lid + 64, ...: skins its three vertices, projects them,
-//                  culls (eye plane, depth range, back face, zero pixel coverage) and either
-//                  rasterises its pixel bounding box itself or, over big_threshold pixels,
-//                  appends it to the big-triangle list;
+//   cs_raster      one workgroup per instance: sphere-vs-frustum cull, bone matrices into
+//                  workgroup memory, then per cluster: one invocation per vertex skins and
+//                  projects it into workgroup memory; then invocations take the cluster's
+//                  triangles lid, lid + 64, ...: cull (eye plane, depth range, back face, zero
+//                  pixel coverage) and either rasterise the pixel bounding box or, over
+//                  big_threshold pixels, append the triangle to the big-triangle list;
 //   cs_big_prepare writes the indirect dispatch for the list;
 //   cs_big         one workgroup per listed triangle, invocations stride over its pixels;
 //   cs_resolve     one invocation per pixel: decodes the visibility word, writes RGBA8, and
@@ -43,25 +52,15 @@ struct RasterParams {
     width: u32,
     height: u32,
     instance_count: u32,
-    triangle_count: u32,
+    cluster_count: u32,
     big_capacity: u32,
     big_threshold: u32,
     material_bits: u32,
     flags: u32,
     bone_count: u32,
-    pad0: u32,
+    vertex_stride: u32,
     pad1: u32,
     pad2: u32,
-};
-
-// Bind-pose vertex (the layout of sinew_gpu::baked::BakedVertex).
-struct RasterMeshVertex {
-    position: vec4<f32>,
-    normal: vec4<f32>,
-    joints0: vec4<u32>,
-    weights0: vec4<f32>,
-    joints1: vec4<u32>,
-    weights1: vec4<f32>,
 };
 
 // A listed big triangle: its three screen vertices (x px, y px, reversed depth, light),
@@ -73,7 +72,8 @@ struct RasterBigTriangle {
     material: vec4<u32>,
 };
 
-struct RasterWorld {
+// A 3x4 matrix as rows.
+struct RasterBone {
     r0: vec4<f32>,
     r1: vec4<f32>,
     r2: vec4<f32>,
@@ -84,16 +84,9 @@ struct RasterSourceVertex {
     normal: vec3<f32>,
 };
 
-struct RasterScreenVertex {
-    // x, y in pixels (y down), reversed depth, light factor.
-    p: vec4<f32>,
-    // Clip w > 0 (in front of the eye plane).
-    in_front: bool,
-};
-
 @group(1) @binding(0) var<uniform> raster_params: RasterParams;
-@group(1) @binding(1) var<storage, read> raster_vertices: array<RasterMeshVertex>;
-@group(1) @binding(2) var<storage, read> raster_indices: array<u32>;
+@group(1) @binding(1) var<storage, read> raster_vertices: array<vec4<u32>>;
+@group(1) @binding(2) var<storage, read> raster_mesh: array<u32>;
 @group(1) @binding(4) var<storage, read_write> raster_vis: array<atomic<u32>>;
 @group(1) @binding(5) var<storage, read_write> raster_big: array<RasterBigTriangle>;
 @group(1) @binding(6) var<storage, read_write> raster_big_count: atomic<u32>;
@@ -104,6 +97,67 @@ const RASTER_GROUP: u32 = 64u;
 const RASTER_MAX_GROUPS_X: u32 = 65535u;
 const RASTER_FLAG_SRGB: u32 = 1u;
 const RASTER_FLAG_SKIN_ONLY: u32 = 2u;
+// x of a vertex behind the eye plane (fails raster_finite).
+const RASTER_BEHIND: f32 = 3e38;
+
+// Bone matrices of the workgroup's instance (RASTER_MAX_BONES in gpu/src/raster/mod.rs).
+var<workgroup> raster_bones: array<RasterBone, 128>;
+// The current cluster's projected vertices: x px, y px, reversed depth, light.
+var<workgroup> raster_screen: array<vec4<f32>, 64>;
+var<workgroup> raster_instance_visible: u32;
+
+fn raster_bone_add(acc: RasterBone, m: RasterBone, w: f32) -> RasterBone {
+    return RasterBone(acc.r0 + m.r0 * w, acc.r1 + m.r1 * w, acc.r2 + m.r2 * w);
+}
+
+// Adds four influences: joints as u16 pairs in q.xy, weights as unorm16 pairs in q.zw (zero
+// weights skipped).
+fn raster_influences(acc: RasterBone, q: vec4<u32>) -> RasterBone {
+    let w = vec4<f32>(unpack2x16unorm(q.z), unpack2x16unorm(q.w));
+    let j = vec4<u32>(q.x & 0xffffu, q.x >> 16u, q.y & 0xffffu, q.y >> 16u);
+    var r = acc;
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        if (w[i] != 0.0) {
+            r = raster_bone_add(r, raster_bones[j[i]], w[i]);
+        }
+    }
+    return r;
+}
+
+fn raster_weight_sum(q: vec4<u32>) -> f32 {
+    let w = vec4<f32>(unpack2x16unorm(q.z), unpack2x16unorm(q.w));
+    return w.x + w.y + w.z + w.w;
+}
+
+fn raster_unpack_normal(bits: u32) -> vec3<f32> {
+    let x = bitcast<i32>(bits << 22u) >> 22u;
+    let y = bitcast<i32>(bits << 12u) >> 22u;
+    let z = bitcast<i32>(bits << 2u) >> 22u;
+    return vec3<f32>(f32(x), f32(y), f32(z)) / 511.0;
+}
+
+// World-space position and normal of cluster vertex v: linear blend skinning with the
+// workgroup's bone matrices (already in world space); the quantised weights are renormalised.
+fn raster_skin(v: u32) -> RasterSourceVertex {
+    let base = v * raster_params.vertex_stride;
+    let q0 = raster_vertices[base];
+    let q1 = raster_vertices[base + 1u];
+    let zero = vec4<f32>(0.0);
+    var m = raster_influences(RasterBone(zero, zero, zero), q1);
+    var sum = raster_weight_sum(q1);
+    if (raster_params.vertex_stride > 2u) {
+        let q2 = raster_vertices[base + 2u];
+        m = raster_influences(m, q2);
+        sum = sum + raster_weight_sum(q2);
+    }
+    let inv = select(0.0, 1.0 / sum, sum > 0.0);
+    let p = vec4<f32>(bitcast<vec3<f32>>(q0.xyz), 1.0);
+    let n = vec4<f32>(raster_unpack_normal(q0.w), 0.0);
+    return RasterSourceVertex(
+        vec3<f32>(dot(m.r0, p), dot(m.r1, p), dot(m.r2, p)) * inv,
+        vec3<f32>(dot(m.r0, n), dot(m.r1, n), dot(m.r2, n)),
+    );
+}
 
 fn raster_light(n: vec3<f32>) -> f32 {
     let l2 = dot(n, n);
@@ -115,18 +169,18 @@ fn raster_light(n: vec3<f32>) -> f32 {
     return ambient + (1.0 - ambient) * lambert;
 }
 
-fn raster_project(v: RasterSourceVertex) -> RasterScreenVertex {
+// (x px, y px, reversed depth, light); x = RASTER_BEHIND behind the eye plane.
+fn raster_project(v: RasterSourceVertex) -> vec4<f32> {
     let h = vec4<f32>(v.position, 1.0);
     let w = dot(raster_params.clip_w, h);
+    if (!(w > 0.0)) {
+        return vec4<f32>(RASTER_BEHIND, 0.0, 0.0, 0.0);
+    }
     let inv = 1.0 / w;
     let x = (dot(raster_params.clip_x, h) * inv + 1.0) * 0.5 * f32(raster_params.width);
     let y = (1.0 - dot(raster_params.clip_y, h) * inv) * 0.5 * f32(raster_params.height);
     let d = dot(raster_params.depth_row, h) * inv;
-    return RasterScreenVertex(vec4<f32>(x, y, d, raster_light(v.normal)), w > 0.0);
-}
-
-fn raster_vertex(instance: u32, index: u32) -> RasterScreenVertex {
-    return raster_project(source_vertex(instance, raster_vertices[index]));
+    return vec4<f32>(x, y, d, raster_light(v.normal));
 }
 
 // False for NaN and huge values (vertices very close to the eye plane).
@@ -179,14 +233,12 @@ fn raster_pixel(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, inv_area: f32, x: i32,
     }
 }
 
-fn raster_triangle(va: RasterScreenVertex, vb: RasterScreenVertex, vc: RasterScreenVertex, material: u32) {
-    if (!(va.in_front && vb.in_front && vc.in_front)) {
-        return;
-    }
-    let a = va.p;
-    // Swapped below so that a, b, c is positively oriented in pixel space.
-    let c = vb.p;
-    let b = vc.p;
+// Vertices in the order of the mesh (counter-clockwise front faces).
+fn raster_triangle(a: vec4<f32>, vb: vec4<f32>, vc: vec4<f32>, material: u32) {
+    // b and c swapped so that a front face is positively oriented in pixel space.
+    let c = vb;
+    let b = vc;
+    // Not finite: a vertex behind (or very close to) the eye plane.
     if (!(raster_finite(a) && raster_finite(b) && raster_finite(c))) {
         return;
     }
@@ -221,7 +273,7 @@ fn raster_triangle(va: RasterScreenVertex, vb: RasterScreenVertex, vc: RasterScr
     }
 }
 
-fn raster_sphere_visible(world: RasterWorld) -> bool {
+fn raster_sphere_visible(world: RasterBone) -> bool {
     let s = raster_params.cull_sphere;
     if (s.w < 0.0) {
         return true;
@@ -240,8 +292,6 @@ fn raster_sphere_visible(world: RasterWorld) -> bool {
     }
     return true;
 }
-
-var<workgroup> raster_instance_visible: u32;
 
 @compute @workgroup_size(64)
 fn cs_raster(
@@ -263,18 +313,32 @@ fn cs_raster(
     workgroupBarrier();
     let material = source_material(instance) & ((1u << raster_params.material_bits) - 1u);
     let skin_only = (raster_params.flags & RASTER_FLAG_SKIN_ONLY) != 0u;
-    for (var t = lid; t < raster_params.triangle_count; t = t + RASTER_GROUP) {
-        let va = raster_vertex(instance, raster_indices[3u * t]);
-        let vb = raster_vertex(instance, raster_indices[3u * t + 1u]);
-        let vc = raster_vertex(instance, raster_indices[3u * t + 2u]);
-        if (skin_only) {
-            // Timing mode: skin and project only (keep the results alive, write nothing).
-            if (va.p.z == -3.0 && vb.p.z == -3.0 && vc.p.z == -3.0) {
+    for (var k = 0u; k < raster_params.cluster_count; k = k + 1u) {
+        let first_vertex = raster_mesh[4u * k];
+        let vertex_count = raster_mesh[4u * k + 1u];
+        let first_triangle = raster_mesh[4u * k + 2u];
+        let triangle_count = raster_mesh[4u * k + 3u];
+        if (lid < vertex_count) {
+            let s = raster_project(raster_skin(first_vertex + lid));
+            raster_screen[lid] = s;
+            // Timing mode: keep the result alive, write nothing.
+            if (skin_only && s.z == -3.0) {
                 atomicMax(&raster_vis[0], 1u);
             }
-            continue;
         }
-        raster_triangle(va, vb, vc, material);
+        workgroupBarrier();
+        if (!skin_only) {
+            for (var t = lid; t < triangle_count; t = t + RASTER_GROUP) {
+                let packed = raster_mesh[first_triangle + t];
+                raster_triangle(
+                    raster_screen[packed & 0xffu],
+                    raster_screen[(packed >> 8u) & 0xffu],
+                    raster_screen[packed >> 16u],
+                    material,
+                );
+            }
+        }
+        workgroupBarrier();
     }
 }
 

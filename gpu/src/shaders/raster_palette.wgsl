@@ -1,7 +1,7 @@
 // Compute rasteriser, palette vertex source: appended after skinning.wgsl (whose palette
-// binding and blend functions it uses) and followed by raster_common.wgsl. Each vertex blends
-// its palette matrices (both influence sets, zero weights skipped, as cs_skin does) from the
-// instance's palette base, then the instance's world transform moves it.
+// binding and matrix fetch it uses) and followed by raster_common.wgsl. Each instance's
+// palette entries (from palette_base) are read once per workgroup, premultiplied by the
+// instance's world transform, into raster_bones; vertices blend those.
 
 // The layout of sinew_gpu::render::Instance.
 struct RasterPaletteInstance {
@@ -16,12 +16,28 @@ struct RasterPaletteInstance {
 
 @group(1) @binding(3) var<storage, read> raster_instances: array<RasterPaletteInstance>;
 
-fn source_world(instance: u32) -> RasterWorld {
+fn source_world(instance: u32) -> RasterBone {
     let inst = raster_instances[instance];
-    return RasterWorld(inst.world_r0, inst.world_r1, inst.world_r2);
+    return RasterBone(inst.world_r0, inst.world_r1, inst.world_r2);
 }
 
-fn source_prepare(instance: u32, lid: u32) {}
+// Row `w` of the world transform times the palette matrix m (columns c0..c3, translation c3).
+fn raster_world_row(w: vec4<f32>, m: Blend) -> vec4<f32> {
+    return vec4<f32>(dot(w.xyz, m.c0), dot(w.xyz, m.c1), dot(w.xyz, m.c2), dot(w.xyz, m.c3) + w.w);
+}
+
+fn source_prepare(instance: u32, lid: u32) {
+    let inst = raster_instances[instance];
+    for (var b = lid; b < raster_params.bone_count; b = b + RASTER_GROUP) {
+        // The palette entry as a blend of weight 1 (skinning.wgsl's fetch).
+        let m = blend_add(blend_zero(), inst.palette_base + b, 1.0);
+        raster_bones[b] = RasterBone(
+            raster_world_row(inst.world_r0, m),
+            raster_world_row(inst.world_r1, m),
+            raster_world_row(inst.world_r2, m),
+        );
+    }
+}
 
 fn source_material(instance: u32) -> u32 {
     return 0u;
@@ -29,16 +45,4 @@ fn source_material(instance: u32) -> u32 {
 
 fn source_material_color(material: u32) -> vec3<f32> {
     return raster_params.albedo.rgb;
-}
-
-fn source_vertex(instance: u32, v: RasterMeshVertex) -> RasterSourceVertex {
-    let inst = raster_instances[instance];
-    var b = blend4(blend_zero(), inst.palette_base, v.joints0, v.weights0);
-    b = blend4(b, inst.palette_base, v.joints1, v.weights1);
-    let p = vec4<f32>(apply_point(b, v.position.xyz), 1.0);
-    let n = vec4<f32>(apply_vector(b, v.normal.xyz), 0.0);
-    return RasterSourceVertex(
-        vec3<f32>(dot(inst.world_r0, p), dot(inst.world_r1, p), dot(inst.world_r2, p)),
-        vec3<f32>(dot(inst.world_r0, n), dot(inst.world_r1, n), dot(inst.world_r2, n)),
-    );
 }
