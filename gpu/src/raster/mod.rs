@@ -265,8 +265,8 @@ pub(crate) struct RasterCore {
 /// Unique vertices per cluster (one invocation each; must match the shader's arrays).
 pub const CLUSTER_VERTICES: usize = 64;
 
-/// A mesh prepared for the raster pass: identical vertices merged, triangles grouped in
-/// index order into clusters of at most [`CLUSTER_VERTICES`] unique vertices.
+/// A mesh prepared for the raster pass: identical vertices merged, triangles grouped by
+/// adjacency into clusters of at most [`CLUSTER_VERTICES`] unique vertices.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusteredMesh {
     /// Each cluster's vertices, `vertex_stride` `vec4<u32>` per vertex (see the shader).
@@ -374,35 +374,63 @@ pub fn cluster_mesh(mesh: &SkinnedMesh) -> Result<ClusteredMesh, GpuError> {
         triangles.append(cluster_tris);
         local.clear();
     };
+    // Triangles by unique vertex ids, and the triangles around each vertex.
+    let mut tris: Vec<[u32; 3]> = Vec::with_capacity(mesh.indices().len() / 3);
+    let mut around: Vec<Vec<u32>> = vec![Vec::new(); unique_words.len()];
     for t in mesh.indices().chunks_exact(3) {
         let mut ids = [0u32; 3];
         for (k, i) in t.iter().enumerate() {
             ids[k] = *remap
                 .get(*i as usize)
                 .ok_or_else(|| what(format!("index {i} past {n} vertices")))?;
+            around[ids[k] as usize].push(tris.len() as u32);
         }
-        let new = ids
-            .iter()
+        tris.push(ids);
+    }
+    // Grow each cluster from the first unassigned triangle by the neighbouring triangle that
+    // adds the fewest new vertices, until none fits.
+    let mut assigned = vec![false; tris.len()];
+    let mut candidates: Vec<u32> = Vec::new();
+    let new_vertices = |local: &[u32], ids: &[u32; 3]| {
+        ids.iter()
             .enumerate()
             .filter(|(k, id)| !local.contains(id) && !ids[..*k].contains(id))
-            .count();
-        if local.len() + new > CLUSTER_VERTICES {
-            flush(&mut local, &mut cluster_tris);
+            .count()
+    };
+    let mut seed = 0usize;
+    while seed < tris.len() {
+        if assigned[seed] {
+            seed += 1;
+            continue;
         }
-        let mut packed = 0u32;
-        for (k, id) in ids.iter().enumerate() {
-            let slot = match local.iter().position(|l| l == id) {
-                Some(s) => s,
-                None => {
-                    local.push(*id);
-                    local.len() - 1
-                }
-            };
-            packed |= (slot as u32) << (8 * k);
+        let mut next = Some(seed as u32);
+        while let Some(t) = next {
+            let ids = tris[t as usize];
+            assigned[t as usize] = true;
+            let mut packed = 0u32;
+            for (k, id) in ids.iter().enumerate() {
+                let slot = match local.iter().position(|l| l == id) {
+                    Some(s) => s,
+                    None => {
+                        local.push(*id);
+                        candidates.extend_from_slice(&around[*id as usize]);
+                        local.len() - 1
+                    }
+                };
+                packed |= (slot as u32) << (8 * k);
+            }
+            cluster_tris.push(packed);
+            candidates.retain(|c| !assigned[*c as usize]);
+            next = candidates
+                .iter()
+                .map(|c| (new_vertices(&local, &tris[*c as usize]), *c))
+                .filter(|(new, _)| local.len() + new <= CLUSTER_VERTICES)
+                .min()
+                .map(|(_, c)| c);
         }
-        cluster_tris.push(packed);
+        candidates.clear();
+        flush(&mut local, &mut cluster_tris);
     }
-    flush(&mut local, &mut cluster_tris);
     if table.is_empty() {
         return Err(what("no triangles".into()));
     }
