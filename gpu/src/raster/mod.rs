@@ -13,7 +13,7 @@
 //!    The instance's bounding sphere is tested against the frustum (a culled instance costs
 //!    one test); the vertex source prepares per-instance data (the baked source computes every
 //!    bone matrix once into workgroup memory); then each invocation takes triangles
-//!    `lid, lid + 64, …`: skins its three vertices (the same WGSL functions as the vertex
+//!    `lid, lid + 128, …`: skins its three vertices (the same WGSL functions as the vertex
 //!    shaders: `skinning.wgsl`'s `blend4`, `baked_common.wgsl`'s `playback`/`bone_matrix`),
 //!    projects them, culls (eye plane, depth range, back faces, triangles whose bounding box
 //!    holds no pixel centre) and rasterises its pixel bounding box with edge functions, one
@@ -57,7 +57,7 @@ use crate::context::{GpuContext, GpuError};
 /// The shared rasteriser source (appended after a vertex source).
 pub const RASTER_WGSL: &str = include_str!("../shaders/raster_common.wgsl");
 /// Invocations per workgroup of the raster and big-triangle passes (must match the shader).
-pub const GROUP_SIZE: u32 = 64;
+pub const GROUP_SIZE: u32 = 128;
 /// Most bones a baked mesh may have for the compute rasteriser (workgroup memory).
 pub const RASTER_MAX_BONES: u32 = 128;
 /// Bits of the visibility payload that hold the clip's tint index for baked crowds (the
@@ -263,7 +263,7 @@ pub(crate) struct RasterCore {
 }
 
 /// Unique vertices per cluster (one invocation each; must match the shader's arrays).
-pub const CLUSTER_VERTICES: usize = 64;
+pub const CLUSTER_VERTICES: usize = 128;
 
 /// A mesh prepared for the raster pass: identical vertices merged, triangles grouped by
 /// adjacency into clusters of at most [`CLUSTER_VERTICES`] unique vertices.
@@ -388,7 +388,7 @@ pub fn cluster_mesh(mesh: &SkinnedMesh) -> Result<ClusteredMesh, GpuError> {
         tris.push(ids);
     }
     // Grow each cluster from the first unassigned triangle by the neighbouring triangle that
-    // adds the fewest new vertices, until none fits.
+    // adds the fewest new vertices (else the next unassigned one), until none fits.
     let mut assigned = vec![false; tris.len()];
     let mut candidates: Vec<u32> = Vec::new();
     let new_vertices = |local: &[u32], ids: &[u32; 3]| {
@@ -427,6 +427,17 @@ pub fn cluster_mesh(mesh: &SkinnedMesh) -> Result<ClusteredMesh, GpuError> {
                 .filter(|(new, _)| local.len() + new <= CLUSTER_VERTICES)
                 .min()
                 .map(|(_, c)| c);
+            if next.is_none() {
+                // No neighbour fits (or none is left): continue with the next unassigned
+                // triangle in index order when it fits (disconnected pieces share clusters).
+                while seed < tris.len() && assigned[seed] {
+                    seed += 1;
+                }
+                next = tris
+                    .get(seed)
+                    .filter(|t| local.len() + new_vertices(&local, t) <= CLUSTER_VERTICES)
+                    .map(|_| seed as u32);
+            }
         }
         candidates.clear();
         flush(&mut local, &mut cluster_tris);
