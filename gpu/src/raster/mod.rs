@@ -13,7 +13,7 @@
 //!    The instance's bounding sphere is tested against the frustum (a culled instance costs
 //!    one test); the vertex source prepares per-instance data (the baked source computes every
 //!    bone matrix once into workgroup memory); then each invocation takes triangles
-//!    `lid, lid + 128, …`: skins its three vertices (the same WGSL functions as the vertex
+//!    `lid, lid + 256, …`: skins its three vertices (the same WGSL functions as the vertex
 //!    shaders: `skinning.wgsl`'s `blend4`, `baked_common.wgsl`'s `playback`/`bone_matrix`),
 //!    projects them, culls (eye plane, depth range, back faces, triangles whose bounding box
 //!    holds no pixel centre) and rasterises its pixel bounding box with edge functions, one
@@ -57,7 +57,7 @@ use crate::context::{GpuContext, GpuError};
 /// The shared rasteriser source (appended after a vertex source).
 pub const RASTER_WGSL: &str = include_str!("../shaders/raster_common.wgsl");
 /// Invocations per workgroup of the raster and big-triangle passes (must match the shader).
-pub const GROUP_SIZE: u32 = 128;
+pub const GROUP_SIZE: u32 = 256;
 /// Most bones a baked mesh may have for the compute rasteriser (workgroup memory).
 pub const RASTER_MAX_BONES: u32 = 128;
 /// Bits of the visibility payload that hold the clip's tint index for baked crowds (the
@@ -263,7 +263,7 @@ pub(crate) struct RasterCore {
 }
 
 /// Unique vertices per cluster (one invocation each; must match the shader's arrays).
-pub const CLUSTER_VERTICES: usize = 128;
+pub const CLUSTER_VERTICES: usize = 256;
 
 /// A mesh prepared for the raster pass: identical vertices merged, triangles grouped by
 /// adjacency into clusters of at most [`CLUSTER_VERTICES`] unique vertices.

@@ -8,7 +8,7 @@
 //   fn source_material(instance) -> u32                  material index (masked by the caller)
 //   fn source_material_color(material) -> vec3<f32>      linear colour of a material
 //
-// The mesh arrives as clusters of at most 128 unique vertices (built on the CPU after merging
+// The mesh arrives as clusters of at most 256 unique vertices (built on the CPU after merging
 // identical vertices): raster_mesh holds 4 words per cluster (first vertex, vertex count,
 // first triangle word, triangle count) followed by the triangles, three 8-bit local indices
 // per word; raster_vertices holds each cluster's vertices, vertex_stride vec4<u32> each:
@@ -19,7 +19,7 @@
 //   cs_raster      one workgroup per instance: sphere-vs-frustum cull, bone matrices into
 //                  workgroup memory, then per cluster: one invocation per vertex skins and
 //                  projects it into workgroup memory; then invocations take the cluster's
-//                  triangles lid, lid + 128, ...: cull (eye plane, depth range, back face, zero
+//                  triangles lid, lid + 256, ...: cull (eye plane, depth range, back face, zero
 //                  pixel coverage) and either rasterise the pixel bounding box or, over
 //                  big_threshold pixels, append the triangle to the big-triangle list;
 //   cs_big_prepare writes the indirect dispatch for the list;
@@ -93,7 +93,7 @@ struct RasterSourceVertex {
 @group(1) @binding(7) var<storage, read_write> raster_color: array<u32>;
 @group(2) @binding(0) var<storage, read_write> raster_big_args: array<u32, 4>;
 
-const RASTER_GROUP: u32 = 128u;
+const RASTER_GROUP: u32 = 256u;
 const RASTER_MAX_GROUPS_X: u32 = 65535u;
 const RASTER_FLAG_SRGB: u32 = 1u;
 const RASTER_FLAG_SKIN_ONLY: u32 = 2u;
@@ -103,7 +103,7 @@ const RASTER_BEHIND: f32 = 3e38;
 // Bone matrices of the workgroup's instance (RASTER_MAX_BONES in gpu/src/raster/mod.rs).
 var<workgroup> raster_bones: array<RasterBone, 128>;
 // The current cluster's projected vertices: x px, y px, reversed depth, light.
-var<workgroup> raster_screen: array<vec4<f32>, 128>;
+var<workgroup> raster_screen: array<vec4<f32>, 256>;
 var<workgroup> raster_instance_visible: u32;
 
 fn raster_bone_add(acc: RasterBone, m: RasterBone, w: f32) -> RasterBone {
@@ -293,7 +293,7 @@ fn raster_sphere_visible(world: RasterBone) -> bool {
     return true;
 }
 
-@compute @workgroup_size(128)
+@compute @workgroup_size(256)
 fn cs_raster(
     @builtin(workgroup_id) group: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
@@ -350,7 +350,7 @@ fn cs_big_prepare() {
     raster_big_args[2] = 1u;
 }
 
-@compute @workgroup_size(128)
+@compute @workgroup_size(256)
 fn cs_big(
     @builtin(workgroup_id) group: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
