@@ -11,14 +11,18 @@
 //!
 //! 1. **raster** (`cs_raster`): one workgroup of [`GROUP_SIZE`] invocations per instance.
 //!    The instance's bounding sphere is tested against the frustum (a culled instance costs
-//!    one test); the vertex source prepares per-instance data (the baked source computes every
-//!    bone matrix once into workgroup memory); then each invocation takes triangles
-//!    `lid, lid + 256, …`: skins its three vertices (the same WGSL functions as the vertex
-//!    shaders: `skinning.wgsl`'s `blend4`, `baked_common.wgsl`'s `playback`/`bone_matrix`),
-//!    projects them, culls (eye plane, depth range, back faces, triangles whose bounding box
-//!    holds no pixel centre) and rasterises its pixel bounding box with edge functions, one
-//!    32-bit `atomicMax` per covered pixel. A triangle whose box exceeds
-//!    [`ComputeRasterOptions::big_triangle_pixels`] goes to a list instead.
+//!    one test). The vertex source writes every bone's matrix, premultiplied by the world
+//!    transform, into workgroup memory (palettes: `skinning.wgsl`'s fetch; baked:
+//!    `baked_common.wgsl`'s `playback`/`bone_matrix`, i.e. texel fetch, frame lerp and
+//!    cross-fade). The mesh is pre-split on the CPU ([`cluster_mesh`]) into clusters of at
+//!    most [`CLUSTER_VERTICES`] unique vertices (identical vertices merged; Fox's 1 728
+//!    vertices are 290 distinct ones): per cluster, one invocation per vertex skins and
+//!    projects it into workgroup memory, then the invocations take the cluster's triangles,
+//!    cull them (eye plane, depth range, back faces, triangles whose bounding box holds no
+//!    pixel centre) and rasterise the pixel bounding box with edge functions, one 32-bit
+//!    `atomicMax` per covered pixel (after an early depth test with a plain load). A
+//!    triangle whose box exceeds [`ComputeRasterOptions::big_triangle_pixels`] goes to a list
+//!    instead.
 //! 2. **big triangles** (`cs_big_prepare`, `cs_big`): an indirect dispatch of one workgroup
 //!    per listed triangle; its invocations stride over the box's pixels.
 //! 3. **resolve** (`cs_resolve`): one invocation per pixel turns the visibility word into
@@ -75,6 +79,8 @@ pub struct ComputeRasterOptions {
     /// big-triangle pass (a workgroup per triangle) instead of one invocation's loop.
     pub big_triangle_pixels: u32,
     /// Capacity of the big-triangle list per frame; past it the raster pass draws them itself.
+    /// The list is allocated when the renderer is created: a larger value set later is
+    /// limited to that.
     pub big_triangle_capacity: u32,
     /// Model-space bounding sphere (centre, radius) used to cull whole instances against the
     /// frustum, or `None` to draw every instance's triangles. The renderers default to the
@@ -258,11 +264,13 @@ pub(crate) struct RasterCore {
     pub(crate) height: u32,
     cluster_count: u32,
     vertex_stride: u32,
+    big_allocated: u32,
     pub(crate) instance_count: u32,
     pub(crate) options: ComputeRasterOptions,
 }
 
-/// Unique vertices per cluster (one invocation each; must match the shader's arrays).
+/// Most vertices per cluster (one invocation each: equal to [`GROUP_SIZE`] and the shader's
+/// arrays; local indices are 8 bits).
 pub const CLUSTER_VERTICES: usize = 256;
 
 /// A mesh prepared for the raster pass: identical vertices merged, triangles grouped by
@@ -640,6 +648,7 @@ impl RasterCore {
             height,
             cluster_count: clustered.cluster_count,
             vertex_stride: clustered.vertex_stride,
+            big_allocated: options.big_triangle_capacity,
             instance_count: 0,
             options,
         })
@@ -746,7 +755,8 @@ impl RasterCore {
             height: self.height,
             instance_count: self.instance_count,
             cluster_count: self.cluster_count,
-            big_capacity: o.big_triangle_capacity,
+            // The list was allocated with the capacity at creation.
+            big_capacity: o.big_triangle_capacity.min(self.big_allocated),
             big_threshold: o.big_triangle_pixels,
             material_bits: look.material_bits.min(9),
             flags,
