@@ -5,8 +5,9 @@
 //! shading (mean channel difference on common pixels ≤ 6 of 255, so back faces are culled and
 //! the light is the same), for the built-in character and Fox, both vertex sources. Depth:
 //! a near character occludes a far one at pixels computed from the camera. Culling: instances
-//! outside the frustum produce nothing. The big-triangle pass, the inline fallback and the
-//! in-loop path give identical images.
+//! outside the frustum produce nothing, and characters straddling the image's edges are not
+//! dropped by the per-instance sphere test. The big-triangle pass, the inline fallback and the
+//! in-loop path give identical images. Clusters rebuild every triangle of the mesh.
 #![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
 use std::path::{Path, PathBuf};
@@ -467,6 +468,39 @@ fn culled_instances_draw_nothing() {
         let drawn = image.pixels.chunks_exact(4).filter(|p| *p != bg).count();
         assert!(drawn > 100, "the visible instance drew {drawn} pixels");
     }
+    scene.ring.submitted(None);
+    // Characters straddling the image's edges draw the same pixels with the sphere test as
+    // without it (the test never drops a visible instance).
+    let half_width = 2.0 * size * (camera.fov_y * 0.5).tan() * w as f32 / h as f32;
+    let straddling: Vec<(Affine3A, usize)> = [-1.0f32, 1.0]
+        .iter()
+        .enumerate()
+        .map(|(i, side)| {
+            let at = Vec3::new(side * half_width, 0.0, 0.0);
+            (Affine3A::from_translation(at), i)
+        })
+        .collect();
+    let mut scene = palette_scene(&ctx, &m, &straddling);
+    let palette = scene.ring.buffer().unwrap().clone();
+    let sphere = ComputeCrowdRenderer::new(&ctx, &m.mesh, w, h)
+        .unwrap()
+        .options()
+        .cull_sphere;
+    cs.options_mut().cull_sphere = sphere;
+    let culled = cs
+        .render(&ctx, &palette, &scene.instances, &camera)
+        .unwrap();
+    cs.options_mut().cull_sphere = None;
+    let unculled = cs
+        .render(&ctx, &palette, &scene.instances, &camera)
+        .unwrap();
+    let bg = unculled.pixel(w / 2, 0).unwrap();
+    let drawn = unculled.pixels.chunks_exact(4).filter(|p| *p != bg).count();
+    assert!(drawn > 50, "edge characters drew {drawn} pixels");
+    assert!(
+        culled == unculled,
+        "the sphere test dropped a visible character"
+    );
     scene.ring.submitted(None);
     // Baked: the same placements draw nothing either.
     let baked = bake_animation_texture(
