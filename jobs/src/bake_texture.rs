@@ -898,6 +898,25 @@ impl LodClock {
     }
 }
 
+/// Root motion of a baked character playing `clip` from playback time `from` to `to`: the
+/// root bone's translation delta (clip space, before the entity's rotation and scale) and
+/// rotation delta, continued across loops, exactly as job 6 extracts it for an entity playing
+/// `clip` alone (one layer-0 override animation of weight 1). `None` when the clip has no root
+/// motion or `root` is not a bone of the clip's rig.
+///
+/// A baked character (drawn from a texture baked with
+/// [`BakeTextureOptions::root_motion_in_place`]) keeps moving like a CPU one when its entity
+/// transform is advanced each frame as job 6 does:
+/// `translation += rotation · (delta_t · scale)`, `rotation = normalize(rotation · delta_r)`.
+pub fn baked_root_motion(clip: &Clip, root: BoneIndex, from: f32, to: f32) -> Option<(Vec3, Quat)> {
+    if !clip.root_motion() || root.get() >= clip.bone_count() {
+        return None;
+    }
+    let (t1, r1) = crate::j6_root_motion::unwrapped_root(clip, root.get(), to);
+    let (t0, r0) = crate::j6_root_motion::unwrapped_root(clip, root.get(), from);
+    Some((t1 - t0, (r1 * r0.conjugate()).normalize()))
+}
+
 /// A character that changed path in the last [`LodSwitch::update`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LodTransition {

@@ -114,7 +114,7 @@ impl RootMotionJob<'_> {
 
 /// Root translation and rotation of `clip` at unwrapped time `t`, continued across loops:
 /// `P(t) = T(wrap t) + k·(T(end) − T(start))` with `k` the number of completed loops.
-fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
+pub(crate) fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
     let bone = crate::asset::BoneIndex(root as u32);
     let d = clip.duration();
     if !clip.looping() || d <= 0.0 {

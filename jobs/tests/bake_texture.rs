@@ -550,3 +550,51 @@ fn lod_switch_keeps_the_pose_on_the_switch_frame() {
     // The walk really moves between the two switches (the comparison is not of rest poses).
     assert!(anim_time > 1.0);
 }
+
+/// A character standing 20 m from a shaking camera (distance 20 ± 0.8 m, changing every
+/// frame): without hysteresis it flips tier on most threshold crossings, with a 2 m band it
+/// keeps the tier it was first given. A character walking through the band slowly switches
+/// once, on the far side of it.
+#[test]
+fn lod_hysteresis_prevents_flip_flopping() {
+    let switches = |band: f32, path: &dyn Fn(usize) -> f32| {
+        let mut lod = LodSwitch::new(20.0, band).unwrap();
+        let mut clocks = [LodClock {
+            cpu_time: 0.0,
+            phase: 0.0,
+            speed: 1.0,
+        }];
+        let mut changes = Vec::new();
+        let mut n = 0;
+        for f in 0..300 {
+            let pos = Vec3::new(path(f), 0.0, 0.0);
+            lod.update(
+                Vec3::ZERO,
+                &[pos],
+                f as f32 / 60.0,
+                &mut clocks,
+                &mut changes,
+            )
+            .unwrap();
+            n += changes.iter().filter(|c| !c.first).count();
+        }
+        (n, lod.paths()[0])
+    };
+    // Shake: a 7-frame and a 3-frame period superposed, amplitude 0.8 m in all.
+    let shaking = |f: usize| {
+        let t = f as f32;
+        20.0 + 0.5 * (t * std::f32::consts::TAU / 7.0).sin() + 0.3 * (t * 2.1).sin()
+    };
+    let crossings = (1..300)
+        .filter(|&f| (shaking(f) < 20.0) != (shaking(f - 1) < 20.0))
+        .count();
+    let (without, _) = switches(0.0, &shaking);
+    let (with, _) = switches(2.0, &shaking);
+    assert!(crossings > 50, "{crossings}");
+    assert_eq!(without, crossings);
+    assert_eq!(with, 0);
+    // Walking away from 15 m to 25 m: one switch, once past 21 m.
+    let walking = |f: usize| 15.0 + 10.0 * f as f32 / 299.0;
+    let (n, last) = switches(2.0, &walking);
+    assert_eq!((n, last), (1, LodPath::Baked));
+}

@@ -56,8 +56,7 @@ fn read_u32(path: &Path) -> Vec<usize> {
 
 /// The `v` lines of an OBJ, parsed as float32 (as the Python side rounds them).
 fn read_obj(path: &Path) -> Vec<Vec3> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .filter_map(|l| l.strip_prefix("v "))
         .map(|l| {
@@ -83,8 +82,7 @@ struct Mesh {
 fn load() -> (Vec<Mesh>, serde_json::Value) {
     let dir = data_dir();
     let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let mut meshes = Vec::new();
     for m in manifest["meshes"].as_array().unwrap() {
         let s = |k: &str| m[k].as_str().unwrap().to_string();

@@ -53,6 +53,22 @@ impl BakedRenderer {
         width: u32,
         height: u32,
     ) -> Result<Self, GpuError> {
+        Self::with_color_format(ctx, anim, width, height, COLOR_FORMAT)
+    }
+
+    /// As [`BakedRenderer::new`] with a pipeline for colour targets of `format` (its own
+    /// target too), so that [`BakedRenderer::encode_over`] can draw into another renderer's
+    /// target, e.g. [`crate::render::CrowdRenderer`]'s `Rgba8UnormSrgb`.
+    ///
+    /// # Errors
+    /// As [`BakedRenderer::new`].
+    pub fn with_color_format(
+        ctx: &GpuContext,
+        anim: &BakedAnimationGpu,
+        width: u32,
+        height: u32,
+        format: wgpu::TextureFormat,
+    ) -> Result<Self, GpuError> {
         if width == 0 || height == 0 {
             return Err(GpuError::InvalidInput {
                 what: format!("baked renderer: target {width}x{height}"),
@@ -126,7 +142,7 @@ impl BakedRenderer {
                     entry_point: Some("fs_main"),
                     compilation_options: Default::default(),
                     targets: &[Some(wgpu::ColorTargetState {
-                        format: COLOR_FORMAT,
+                        format,
                         blend: None,
                         write_mask: wgpu::ColorWrites::ALL,
                     })],
@@ -177,7 +193,7 @@ impl BakedRenderer {
         };
         let color = target(
             "baked colour",
-            COLOR_FORMAT,
+            format,
             wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
         );
         let depth = target(
@@ -387,6 +403,60 @@ impl BakedRenderer {
             encoder.copy_buffer_to_buffer(resolve, 0, read, 0, 16);
         }
         ctx.queue.submit([encoder.finish()])
+    }
+
+    /// Records a draw of every instance at global time `time` through `view_proj` into
+    /// another renderer's targets, keeping what they hold (colour and depth loaded, depth
+    /// tested and written): both tiers of a level-of-detail crowd end up in one image,
+    /// correctly occluded. `color` must have this renderer's colour format (see
+    /// [`BakedRenderer::with_color_format`]) and `depth` [`DEPTH_FORMAT`], both of this
+    /// renderer's size. Queues the uniform write; submit `encoder` afterwards.
+    pub fn encode_over(
+        &self,
+        ctx: &GpuContext,
+        anim: &BakedAnimationGpu,
+        encoder: &mut wgpu::CommandEncoder,
+        color: &wgpu::TextureView,
+        depth: &wgpu::TextureView,
+        view_proj: Mat4,
+        time: f32,
+    ) {
+        let globals = anim.globals(view_proj, time, self.instance_count);
+        ctx.queue
+            .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&globals));
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("baked crowd over"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: color,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Load,
+                    store: wgpu::StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: depth,
+                depth_ops: Some(wgpu::Operations {
+                    load: wgpu::LoadOp::Load,
+                    store: wgpu::StoreOp::Store,
+                }),
+                stencil_ops: None,
+            }),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        if let Some(inst) = &self.instances
+            && self.instance_count > 0
+        {
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.set_vertex_buffer(0, anim.vertices.slice(..));
+            pass.set_vertex_buffer(1, inst.slice(..));
+            pass.set_index_buffer(anim.indices.slice(..), wgpu::IndexFormat::Uint32);
+            pass.draw_indexed(0..anim.index_count, 0, 0..self.instance_count);
+        }
     }
 
     /// Reads the colour target back as tightly packed RGBA8 rows (blocking).
