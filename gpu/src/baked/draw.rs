@@ -359,44 +359,14 @@ impl BakedRenderer {
                         beginning_of_pass_write_index: Some(0),
                         end_of_pass_write_index: Some(1),
                     });
-            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-                label: Some("baked crowd"),
-                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &self.color_view,
-                    depth_slice: None,
-                    resolve_target: None,
-                    ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(wgpu::Color {
-                            r: 0.55,
-                            g: 0.65,
-                            b: 0.75,
-                            a: 1.0,
-                        }),
-                        store: wgpu::StoreOp::Store,
-                    },
-                })],
-                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &self.depth_view,
-                    depth_ops: Some(wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(1.0),
-                        store: wgpu::StoreOp::Discard,
-                    }),
-                    stencil_ops: None,
-                }),
+            self.record_pass(
+                anim,
+                &mut encoder,
+                &self.color_view,
+                &self.depth_view,
+                true,
                 timestamp_writes,
-                occlusion_query_set: None,
-                multiview_mask: None,
-            });
-            if let Some(inst) = &self.instances
-                && self.instance_count > 0
-            {
-                pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, &self.bind_group, &[]);
-                pass.set_vertex_buffer(0, anim.vertices.slice(..));
-                pass.set_vertex_buffer(1, inst.slice(..));
-                pass.set_index_buffer(anim.indices.slice(..), wgpu::IndexFormat::Uint32);
-                pass.draw_indexed(0..anim.index_count, 0, 0..self.instance_count);
-            }
+            );
         }
         if let Some((qs, resolve, read)) = &self.queries {
             encoder.resolve_query_set(qs, 0..2, resolve, 0);
@@ -424,26 +394,54 @@ impl BakedRenderer {
         let globals = anim.globals(view_proj, time, self.instance_count);
         ctx.queue
             .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&globals));
+        self.record_pass(anim, encoder, color, depth, false, None);
+    }
+
+    /// The render pass: clears (`clear`) or loads the targets, then one instanced draw.
+    fn record_pass(
+        &self,
+        anim: &BakedAnimationGpu,
+        encoder: &mut wgpu::CommandEncoder,
+        color: &wgpu::TextureView,
+        depth: &wgpu::TextureView,
+        clear: bool,
+        timestamp_writes: Option<wgpu::RenderPassTimestampWrites<'_>>,
+    ) {
+        let (color_load, depth_load, depth_store) = if clear {
+            let sky = wgpu::Color {
+                r: 0.55,
+                g: 0.65,
+                b: 0.75,
+                a: 1.0,
+            };
+            (
+                wgpu::LoadOp::Clear(sky),
+                wgpu::LoadOp::Clear(1.0),
+                wgpu::StoreOp::Discard,
+            )
+        } else {
+            (wgpu::LoadOp::Load, wgpu::LoadOp::Load, wgpu::StoreOp::Store)
+        };
         let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-            label: Some("baked crowd over"),
+            label: Some("baked crowd"),
             color_attachments: &[Some(wgpu::RenderPassColorAttachment {
                 view: color,
                 depth_slice: None,
                 resolve_target: None,
                 ops: wgpu::Operations {
-                    load: wgpu::LoadOp::Load,
+                    load: color_load,
                     store: wgpu::StoreOp::Store,
                 },
             })],
             depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
                 view: depth,
                 depth_ops: Some(wgpu::Operations {
-                    load: wgpu::LoadOp::Load,
-                    store: wgpu::StoreOp::Store,
+                    load: depth_load,
+                    store: depth_store,
                 }),
                 stencil_ops: None,
             }),
-            timestamp_writes: None,
+            timestamp_writes,
             occlusion_query_set: None,
             multiview_mask: None,
         });
