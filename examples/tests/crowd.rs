@@ -284,3 +284,60 @@ fn without_lod_nothing_changes_and_bad_lod_options_are_one_line_errors() {
         assert!(e.contains(needle) && !e.contains('\n'), "{e}");
     }
 }
+
+/// `--png` with `--lod`: both tiers in one image. Every character is projected with the
+/// camera written out from its documentation; near (CPU) characters, drawn first by the
+/// skinning renderer, and far (baked) ones, drawn over them with depth testing by the baked
+/// renderer, must both cover the pixel at their chest. Skips (with a message) where no GPU
+/// adapter exists.
+#[test]
+fn lod_png_draws_both_tiers_in_one_image() {
+    use sinew_gpu::render::Camera;
+    use sinew_jobs::bake_texture::LodPath;
+    if sinew_gpu::context::GpuContext::new().is_err() {
+        eprintln!("skipped: no GPU adapter (install mesa-vulkan-drivers for lavapipe)");
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("sinew-lod-{}.png", std::process::id()));
+    let frames = 30;
+    let s = run_crowd(&CrowdOptions {
+        lod: Some(12.0),
+        png: Some(path.clone()),
+        ..opts(100, frames)
+    })
+    .unwrap();
+    let l = s.lod.as_ref().unwrap();
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let (w, h) = (info.width, info.height);
+    let px = |x: u32, y: u32| {
+        let i = ((y * w + x) * 4) as usize;
+        [buf[i], buf[i + 1], buf[i + 2]]
+    };
+    let background = px(0, 0);
+    // The render is one frame after the last measured one.
+    let eye = lod_eye(10, frames + 1);
+    let camera = Camera::look_at(eye, eye + glam::Vec3::new(0.0, -6.0, 25.0));
+    let (mut covered, mut seen) = ([0usize; 2], [0usize; 2]);
+    for (p, path) in l.last_positions.iter().zip(&l.last_paths) {
+        let Some(q) = camera.project(*p + glam::Vec3::Y * 1.3, w, h) else {
+            continue;
+        };
+        if q.x < 1.0 || q.y < 1.0 || q.x >= (w - 1) as f32 || q.y >= (h - 1) as f32 {
+            continue;
+        }
+        let tier = usize::from(*path == LodPath::Baked);
+        seen[tier] += 1;
+        covered[tier] += usize::from(px(q.x as u32, q.y as u32) != background);
+    }
+    println!(
+        "covered at the chest: CPU {}/{}, baked {}/{}",
+        covered[0], seen[0], covered[1], seen[1]
+    );
+    assert!(seen[0] >= 3 && seen[1] >= 10, "{seen:?}");
+    assert!(covered[0] * 10 >= seen[0] * 9, "{covered:?} of {seen:?}");
+    assert!(covered[1] * 10 >= seen[1] * 9, "{covered:?} of {seen:?}");
+    std::fs::remove_file(&path).ok();
+}
