@@ -723,7 +723,7 @@ fn render_both_tiers(
     lod: &LodState,
     model: &Model,
 ) -> Result<sinew_gpu::render::RgbaImage, String> {
-    use sinew_gpu::baked::draw::BakedRenderer;
+    use sinew_gpu::baked::draw::{BakedRenderer, DrawTarget};
     use sinew_gpu::baked::{BakedAnimationGpu, BakedTexelFormat};
     use sinew_gpu::render::{COLOR_FORMAT, Camera};
     let e = |e: sinew_gpu::context::GpuError| format!("--png: {e}");
@@ -750,8 +750,10 @@ fn render_both_tiers(
         ctx,
         &anim,
         &mut encoder,
-        renderer.color_view(),
-        renderer.depth_view(),
+        DrawTarget {
+            color: renderer.color_view(),
+            depth: renderer.depth_view(),
+        },
         camera.view_proj(w as f32 / h as f32),
         lod.time(),
     );

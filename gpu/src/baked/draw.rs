@@ -14,6 +14,15 @@ pub const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 /// Depth format.
 pub const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 
+/// Another renderer's colour and depth targets, for [`BakedRenderer::encode_over`].
+#[derive(Clone, Copy, Debug)]
+pub struct DrawTarget<'a> {
+    /// Colour target view.
+    pub color: &'a wgpu::TextureView,
+    /// Depth target view ([`DEPTH_FORMAT`]).
+    pub depth: &'a wgpu::TextureView,
+}
+
 /// What one [`BakedRenderer::render`] cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FrameTiming {
@@ -378,23 +387,22 @@ impl BakedRenderer {
     /// Records a draw of every instance at global time `time` through `view_proj` into
     /// another renderer's targets, keeping what they hold (colour and depth loaded, depth
     /// tested and written): both tiers of a level-of-detail crowd end up in one image,
-    /// correctly occluded. `color` must have this renderer's colour format (see
-    /// [`BakedRenderer::with_color_format`]) and `depth` [`DEPTH_FORMAT`], both of this
+    /// correctly occluded. `target.color` must have this renderer's colour format (see
+    /// [`BakedRenderer::with_color_format`]) and `target.depth` [`DEPTH_FORMAT`], both of this
     /// renderer's size. Queues the uniform write; submit `encoder` afterwards.
     pub fn encode_over(
         &self,
         ctx: &GpuContext,
         anim: &BakedAnimationGpu,
         encoder: &mut wgpu::CommandEncoder,
-        color: &wgpu::TextureView,
-        depth: &wgpu::TextureView,
+        target: DrawTarget<'_>,
         view_proj: Mat4,
         time: f32,
     ) {
         let globals = anim.globals(view_proj, time, self.instance_count);
         ctx.queue
             .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&globals));
-        self.record_pass(anim, encoder, color, depth, false, None);
+        self.record_pass(anim, encoder, target.color, target.depth, false, None);
     }
 
     /// The render pass: clears (`clear`) or loads the targets, then one instanced draw.
