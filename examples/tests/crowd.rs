@@ -202,6 +202,11 @@ fn lod_tiers_follow_the_distance_with_hysteresis_and_switches_keep_the_pose() {
             .collect();
         assert!(mine.windows(2).all(|w| w[0] != w[1]), "{i}: {mine:?}");
     }
+    println!(
+        "{} switches ({to_cpu} to CPU, {to_baked} to baked), max pose difference {:e}",
+        l.events.len(),
+        l.max_pose_error.unwrap()
+    );
     assert!(l.max_pose_error.unwrap() <= 1e-5);
     let text = format_summary(&s);
     for needle in [
@@ -237,9 +242,11 @@ fn lod_root_motion_is_the_same_on_both_tiers_and_through_switches() {
     let start = |i: usize| glam::Vec3::new((i % 20) as f32 * 2.0, 0.0, (i / 20) as f32 * 2.0);
     let walked: f32 = (0..400).map(|i| all_cpu[i].distance(start(i))).sum::<f32>() / 400.0;
     assert!(walked > 3.0, "{walked}"); // 4 s of walking and running
+    let mut worst = 0.0f32;
     for i in 0..400 {
         for (what, p) in [("baked", all_baked[i]), ("mixed", mixed[i])] {
             let d = p.distance(all_cpu[i]);
+            worst = worst.max(d);
             assert!(
                 d < 1e-3,
                 "character {i}, {what}: {p} vs {} ({d} m)",
