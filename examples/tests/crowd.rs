@@ -242,6 +242,8 @@ fn lod_root_motion_is_the_same_on_both_tiers_and_through_switches() {
     let start = |i: usize| glam::Vec3::new((i % 20) as f32 * 2.0, 0.0, (i / 20) as f32 * 2.0);
     let walked: f32 = (0..400).map(|i| all_cpu[i].distance(start(i))).sum::<f32>() / 400.0;
     assert!(walked > 3.0, "{walked}"); // 4 s of walking and running
+    // The CPU clock accumulates `time += dt` in f32 while the baked one is `phase + g`: they
+    // drift apart by float rounding (~1e-5 s over 240 frames, ~1e-4 m at 3.5 m/s).
     let mut worst = 0.0f32;
     for i in 0..400 {
         for (what, p) in [("baked", all_baked[i]), ("mixed", mixed[i])] {
@@ -254,6 +256,7 @@ fn lod_root_motion_is_the_same_on_both_tiers_and_through_switches() {
             );
         }
     }
+    println!("{switches} switches; largest position difference to the all-CPU crowd {worst:e} m");
 }
 
 #[test]
