@@ -12,7 +12,9 @@
 //!    baked gets the phase that makes the baked time equal the CPU time; it still runs in the
 //!    pipeline this one frame (so its root motion and, with `lod_check`, its CPU pose are those
 //!    of the switch frame). Every other baked character is advanced by root motion exactly as
-//!    job 6 would ([`baked_root_motion`]) and its [`BakedInstance`] world transform updated.
+//!    job 6 would ([`sinew_jobs::bake_texture::baked_root_motion`], from the root pose kept
+//!    from the last frame to [`baked_root_pose`] at the new time) and its [`BakedInstance`]
+//!    world transform updated.
 //! 2. The pipeline runs for the CPU tier.
 //! 3. [`LodState::after`]: characters that switched to baked leave the pipeline (their
 //!    `FrameSlot` is removed; the store keeps every other component) and the baked tier keeps
@@ -31,7 +33,7 @@ use sinew_gpu::baked::BakedInstance;
 use sinew_jobs::asset::{BoneIndex, Clip, SkinnedMesh, Transform};
 use sinew_jobs::bake_texture::{
     BakeTextureOptions, BakedAnimationTexture, LodClock, LodPath, LodSwitch, LodTransition,
-    bake_animation_texture, baked_root_motion,
+    bake_animation_texture, baked_root_pose,
 };
 use sinew_jobs::component::{Animations, EntityTransform, FrameSlot};
 use sinew_jobs::frame::PaletteEntry;
@@ -145,6 +147,9 @@ pub(crate) struct LodState {
     just_baked: Vec<bool>,
     /// Entity transforms of baked characters (valid while baked).
     world: Vec<Transform>,
+    /// Each baked character's root pose at its playback time of the last frame (job 6's
+    /// unwrapped root), so that a frame samples only the new time.
+    root_pose: Vec<Option<(Vec3, glam::Quat)>>,
     /// One baked instance per character (drawn while baked).
     pub instances: Vec<BakedInstance>,
     root: BoneIndex,
@@ -224,6 +229,7 @@ impl LodState {
             pending: Vec::new(),
             just_baked: vec![false; n],
             world: vec![Transform::IDENTITY; n],
+            root_pose: vec![None; n],
             instances,
             root: rig.root(),
             grid,
@@ -337,21 +343,25 @@ impl LodState {
         self.world
             .par_iter_mut()
             .zip(self.instances.par_iter_mut())
+            .zip(self.root_pose.par_iter_mut())
             .enumerate()
-            .for_each(|(i, (w, inst))| {
+            .for_each(|(i, ((w, inst), last))| {
                 if paths.get(i) != Some(&LodPath::Baked) || just_baked[i] {
+                    *last = None;
                     return;
                 }
                 let k = clocks[i];
                 let Some(clip) = clips.get(clip_of[i] as usize) else {
                     return;
                 };
-                if let Some((dt_, dr)) =
-                    baked_root_motion(clip, root, k.baked_time(g - dt), k.baked_time(g))
-                {
+                let from = last.or_else(|| baked_root_pose(clip, root, k.baked_time(g - dt)));
+                let to = baked_root_pose(clip, root, k.baked_time(g));
+                if let (Some((t0, r0)), Some((t1, r1))) = (from, to) {
+                    let (dt_, dr) = (t1 - t0, (r1 * r0.conjugate()).normalize());
                     w.translation += w.rotation * (dt_ * w.scale);
                     w.rotation = (w.rotation * dr).normalize();
                 }
+                *last = to;
                 inst.set_world(&w.to_affine());
             });
         Ok(t0.elapsed())

@@ -908,13 +908,22 @@ impl LodClock {
 /// [`BakeTextureOptions::root_motion_in_place`]) keeps moving like a CPU one when its entity
 /// transform is advanced each frame as job 6 does:
 /// `translation += rotation · (delta_t · scale)`, `rotation = normalize(rotation · delta_r)`.
+/// Per frame, [`baked_root_pose`] at the new time alone (the previous frame's value kept)
+/// halves the work: the delta is `(t1 − t0, normalize(r1 · r0⁻¹))`.
 pub fn baked_root_motion(clip: &Clip, root: BoneIndex, from: f32, to: f32) -> Option<(Vec3, Quat)> {
+    let (t0, r0) = baked_root_pose(clip, root, from)?;
+    let (t1, r1) = baked_root_pose(clip, root, to)?;
+    Some((t1 - t0, (r1 * r0.conjugate()).normalize()))
+}
+
+/// The root bone's translation and rotation at unwrapped playback time `t`, continued across
+/// loops (each completed loop adds the clip's end-minus-start motion), as job 6 computes it;
+/// `None` when the clip has no root motion or `root` is not a bone of the clip's rig.
+pub fn baked_root_pose(clip: &Clip, root: BoneIndex, t: f32) -> Option<(Vec3, Quat)> {
     if !clip.root_motion() || root.get() >= clip.bone_count() {
         return None;
     }
-    let (t1, r1) = crate::j6_root_motion::unwrapped_root(clip, root.get(), to);
-    let (t0, r0) = crate::j6_root_motion::unwrapped_root(clip, root.get(), from);
-    Some((t1 - t0, (r1 * r0.conjugate()).normalize()))
+    Some(crate::j6_root_motion::unwrapped_root(clip, root.get(), t))
 }
 
 /// A character that changed path in the last [`LodSwitch::update`].
