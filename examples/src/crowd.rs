@@ -543,7 +543,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         let mut q = store
             .query::<&FiredEvents>()
             .map_err(|e| e.to_string())?
-            .with::<FrameSlot>();
+            .with::<Animations>();
         q.for_each(|_, ev| {
             events_fired +=
                 ev.0.iter()
@@ -606,13 +606,17 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     let mesh_bones = model.mesh.bone_count();
     // State kept between frames: the components and the heap data they own.
     let anim_heap: usize = {
-        let mut q = store
-            .query::<(&Animations, &SamplingCursors)>()
-            .map_err(|e| e.to_string())?;
         let mut sum = 0usize;
-        q.for_each(|_, (a, c)| {
-            sum += a.len() * std::mem::size_of::<AnimationToProcess>() + c.0.capacity() * 4
-        });
+        let mut q = store.query::<&Animations>().map_err(|e| e.to_string())?;
+        q.for_each(|_, a| sum += a.len() * std::mem::size_of::<AnimationToProcess>());
+        drop(q);
+        let mut q = store
+            .query::<&SamplingCursors>()
+            .map_err(|e| e.to_string())?;
+        q.for_each(|_, c| sum += c.0.capacity() * 4);
+        drop(q);
+        // The baked tier's animations are kept aside by the LOD state.
+        sum += lod.as_ref().map_or(0, LodState::parked_animation_bytes);
         sum / entities.len().max(1)
     };
     let state_bytes_per_character = std::mem::size_of::<CrowdBundle>() + anim_heap;

@@ -6,8 +6,8 @@
 //! clock node reaches in that frame):
 //!
 //! 1. [`LodState::before`]: every character's distance to the camera ([`lod_camera`]) decides
-//!    its tier. A character switching baked → CPU gets its `FrameSlot` back (it rejoins the
-//!    pipeline's entity set), its animation time set to the baked playback time `phase + g`,
+//!    its tier. A character switching baked → CPU gets its `Animations` and `SkinRef` back
+//!    (it rejoins the pipeline's entity set), its animation time set to the baked playback time `phase + g`,
 //!    and its entity transform set to the one the baked tier kept. A character switching CPU →
 //!    baked gets the phase that makes the baked time equal the CPU time; it still runs in the
 //!    pipeline this one frame (so its root motion and, with `lod_check`, its CPU pose are those
@@ -17,7 +17,8 @@
 //!    world transform updated.
 //! 2. The pipeline runs for the CPU tier.
 //! 3. [`LodState::after`]: characters that switched to baked leave the pipeline (their
-//!    `FrameSlot` is removed; the store keeps every other component) and the baked tier keeps
+//!    `Animations` and `SkinRef` are kept aside, so that no pipeline node, the clock and the
+//!    remap cache included, visits them; the store keeps every other component) and the baked tier keeps
 //!    their transform from now on.
 //!
 //! A baked texture holds single clips, so in LOD mode every character plays one clip (built-in:
@@ -35,7 +36,7 @@ use sinew_jobs::bake_texture::{
     BakeTextureOptions, BakedAnimationTexture, LodClock, LodPath, LodSwitch, LodTransition,
     bake_animation_texture, baked_root_pose,
 };
-use sinew_jobs::component::{Animations, EntityTransform, FrameSlot};
+use sinew_jobs::component::{Animations, EntityTransform, FrameSlot, SkinRef};
 use sinew_jobs::frame::PaletteEntry;
 use sinew_runtime::store::{Entity, Store};
 use std::sync::Arc;
@@ -147,6 +148,8 @@ pub(crate) struct LodState {
     just_baked: Vec<bool>,
     /// Entity transforms of baked characters (valid while baked).
     world: Vec<Transform>,
+    /// The components a baked character leaves the pipeline without (see [`park`]).
+    parked: Vec<Option<(Animations, SkinRef)>>,
     /// Each baked character's root pose at its playback time of the last frame (job 6's
     /// unwrapped root), so that a frame samples only the new time.
     root_pose: Vec<Option<(Vec3, glam::Quat)>>,
@@ -163,6 +166,17 @@ pub(crate) struct LodState {
     pipeline: Vec<Duration>,
     bookkeeping: Vec<Duration>,
     summary: LodSummary,
+}
+
+/// Takes a character out of the pipeline: its `Animations` (so that neither the clock node
+/// nor the nine jobs see it) and its `SkinRef` (so that the remap node and the palette layout
+/// skip it), kept aside until it comes back.
+fn park(store: &mut Store, e: Entity) -> Result<(Animations, SkinRef), String> {
+    let anims = store
+        .remove::<Animations>(e)
+        .map_err(err("leave pipeline"))?;
+    let skin = store.remove::<SkinRef>(e).map_err(err("leave pipeline"))?;
+    Ok((anims, skin))
 }
 
 fn err<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> String + '_ {
@@ -229,6 +243,7 @@ impl LodState {
             pending: Vec::new(),
             just_baked: vec![false; n],
             world: vec![Transform::IDENTITY; n],
+            parked: vec![None; n],
             root_pose: vec![None; n],
             instances,
             root: rig.root(),
@@ -296,28 +311,24 @@ impl LodState {
                 (LodPath::Cpu, true) => {}
                 (LodPath::Baked, true) => {
                     self.world[i] = store.get::<EntityTransform>(e).map_err(err("transform"))?.0;
-                    store
-                        .remove::<FrameSlot>(e)
-                        .map_err(err("leave pipeline"))?;
+                    self.parked[i] = Some(park(store, e)?);
                 }
                 (LodPath::Cpu, false) => {
-                    store
-                        .insert(e, FrameSlot::default())
-                        .map_err(err("join pipeline"))?;
-                    store
-                        .get_mut::<EntityTransform>(e)
-                        .map_err(err("transform"))?
-                        .0 = self.world[i];
+                    let (mut anims, skin) = self.parked[i]
+                        .take()
+                        .ok_or_else(|| format!("--lod: character {i} has no parked animations"))?;
                     let clock = self.clocks[i];
-                    for a in store
-                        .get_mut::<Animations>(e)
-                        .map_err(err("animations"))?
-                        .iter_mut()
-                    {
+                    for a in anims.iter_mut() {
                         // The clock node adds speed·dt before sampling.
                         a.time = clock.cpu_time - a.speed * dt;
                         a.previous_time = a.time;
                     }
+                    store.insert(e, anims).map_err(err("join pipeline"))?;
+                    store.insert(e, skin).map_err(err("join pipeline"))?;
+                    store
+                        .get_mut::<EntityTransform>(e)
+                        .map_err(err("transform"))?
+                        .0 = self.world[i];
                 }
                 (LodPath::Baked, false) => {
                     self.pending.push(i);
@@ -386,9 +397,7 @@ impl LodState {
             let e = entities[i];
             self.world[i] = store.get::<EntityTransform>(e).map_err(err("transform"))?.0;
             self.instances[i].set_world(&self.world[i].to_affine());
-            store
-                .remove::<FrameSlot>(e)
-                .map_err(err("leave pipeline"))?;
+            self.parked[i] = Some(park(store, e)?);
             self.just_baked[i] = false;
         }
         let switched = self.transitions.iter().filter(|t| !t.first).count();
@@ -477,6 +486,17 @@ impl LodState {
     /// Global time of the last frame.
     pub fn time(&self) -> f32 {
         self.g
+    }
+
+    /// Bytes of the animations kept aside for the baked tier.
+    pub fn parked_animation_bytes(&self) -> usize {
+        self.parked
+            .iter()
+            .flatten()
+            .map(|(a, _)| {
+                a.len() * std::mem::size_of::<sinew_jobs::component::AnimationToProcess>()
+            })
+            .sum()
     }
 
     /// Writes the baked tier's transforms into the store (for the summary's distances).
