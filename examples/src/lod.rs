@@ -13,7 +13,7 @@
 //!    pipeline this one frame (so its root motion and, with `lod_check`, its CPU pose are those
 //!    of the switch frame). Every other baked character is advanced by root motion exactly as
 //!    job 6 would ([`sinew_jobs::bake_texture::baked_root_motion`], from the root pose kept
-//!    from the last frame to [`baked_root_pose`] at the new time) and its [`BakedInstance`]
+//!    from the last frame to [`BakedRootTrack::pose`] at the new time) and its [`BakedInstance`]
 //!    world transform updated.
 //! 2. The pipeline runs for the CPU tier.
 //! 3. [`LodState::after`]: characters that switched to baked leave the pipeline (their
@@ -31,10 +31,10 @@ use crate::crowd::SPACING;
 use glam::Vec3;
 use rayon::prelude::*;
 use sinew_gpu::baked::BakedInstance;
-use sinew_jobs::asset::{BoneIndex, Clip, SkinnedMesh, Transform};
+use sinew_jobs::asset::{Clip, SkinnedMesh, Transform};
 use sinew_jobs::bake_texture::{
-    BakeTextureOptions, BakedAnimationTexture, LodClock, LodPath, LodSwitch, LodTransition,
-    bake_animation_texture, baked_root_pose,
+    BakeTextureOptions, BakedAnimationTexture, BakedRootTrack, LodClock, LodPath, LodSwitch,
+    LodTransition, bake_animation_texture,
 };
 use sinew_jobs::component::{Animations, EntityTransform, FrameSlot, SkinRef};
 use sinew_jobs::frame::PaletteEntry;
@@ -138,6 +138,8 @@ pub(crate) struct LodState {
     switch: LodSwitch,
     pub baked: BakedAnimationTexture,
     clips: Vec<Arc<Clip>>,
+    /// Each clip's root track (`None`: no root motion).
+    tracks: Vec<Option<BakedRootTrack>>,
     mesh: Arc<SkinnedMesh>,
     clip_of: Vec<u32>,
     clocks: Vec<LodClock>,
@@ -155,7 +157,6 @@ pub(crate) struct LodState {
     root_pose: Vec<Option<(Vec3, glam::Quat)>>,
     /// One baked instance per character (drawn while baked).
     pub instances: Vec<BakedInstance>,
-    root: BoneIndex,
     grid: usize,
     dt: f32,
     check: bool,
@@ -232,9 +233,14 @@ impl LodState {
             texture_bytes: baked.texels.len() * 16,
             ..LodSummary::default()
         };
+        let tracks = clips
+            .iter()
+            .map(|c| BakedRootTrack::new(c, rig.root()))
+            .collect();
         Ok(Self {
             switch,
             baked,
+            tracks,
             clips,
             clip_of,
             clocks,
@@ -246,7 +252,6 @@ impl LodState {
             parked: vec![None; n],
             root_pose: vec![None; n],
             instances,
-            root: rig.root(),
             grid,
             dt,
             check,
@@ -311,6 +316,7 @@ impl LodState {
                 (LodPath::Cpu, true) => {}
                 (LodPath::Baked, true) => {
                     self.world[i] = store.get::<EntityTransform>(e).map_err(err("transform"))?.0;
+                    self.instances[i].set_world(&self.world[i].to_affine());
                     self.parked[i] = Some(park(store, e)?);
                 }
                 (LodPath::Cpu, false) => {
@@ -349,7 +355,7 @@ impl LodState {
             }
         }
         // The baked tier moves by its clips' root motion, as job 6 would move it.
-        let (clips, root, paths) = (&self.clips, self.root, self.switch.paths());
+        let (clips, tracks, paths) = (&self.clips, &self.tracks, self.switch.paths());
         let (clip_of, clocks, just_baked) = (&self.clip_of, &self.clocks, &self.just_baked);
         self.world
             .par_iter_mut()
@@ -362,17 +368,16 @@ impl LodState {
                     return;
                 }
                 let k = clocks[i];
-                let Some(clip) = clips.get(clip_of[i] as usize) else {
+                let c = clip_of[i] as usize;
+                let (Some(clip), Some(Some(track))) = (clips.get(c), tracks.get(c)) else {
                     return;
                 };
-                let from = last.or_else(|| baked_root_pose(clip, root, k.baked_time(g - dt)));
-                let to = baked_root_pose(clip, root, k.baked_time(g));
-                if let (Some((t0, r0)), Some((t1, r1))) = (from, to) {
-                    let (dt_, dr) = (t1 - t0, (r1 * r0.conjugate()).normalize());
-                    w.translation += w.rotation * (dt_ * w.scale);
-                    w.rotation = (w.rotation * dr).normalize();
-                }
-                *last = to;
+                let from = last.unwrap_or_else(|| track.pose(clip, k.baked_time(g - dt)));
+                let to = track.pose(clip, k.baked_time(g));
+                let ((t0, r0), (t1, r1)) = (from, to);
+                w.translation += w.rotation * ((t1 - t0) * w.scale);
+                w.rotation = (w.rotation * (r1 * r0.conjugate()).normalize()).normalize();
+                *last = Some(to);
                 inst.set_world(&w.to_affine());
             });
         Ok(t0.elapsed())

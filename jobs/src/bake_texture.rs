@@ -920,10 +920,42 @@ pub fn baked_root_motion(clip: &Clip, root: BoneIndex, from: f32, to: f32) -> Op
 /// loops (each completed loop adds the clip's end-minus-start motion), as job 6 computes it;
 /// `None` when the clip has no root motion or `root` is not a bone of the clip's rig.
 pub fn baked_root_pose(clip: &Clip, root: BoneIndex, t: f32) -> Option<(Vec3, Quat)> {
-    if !clip.root_motion() || root.get() >= clip.bone_count() {
-        return None;
+    BakedRootTrack::new(clip, root).map(|r| r.pose(clip, t))
+}
+
+/// The root's samples at a clip's start and end, kept so that [`BakedRootTrack::pose`] samples
+/// the clip once per call instead of three times ([`baked_root_pose`] without the cache).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BakedRootTrack {
+    root: BoneIndex,
+    start: Transform,
+    end: Transform,
+}
+
+impl BakedRootTrack {
+    /// The track of `clip`'s root bone; `None` when the clip has no root motion or `root` is
+    /// not a bone of the clip's rig.
+    pub fn new(clip: &Clip, root: BoneIndex) -> Option<Self> {
+        if !clip.root_motion() || root.get() >= clip.bone_count() {
+            return None;
+        }
+        Some(Self {
+            root,
+            start: clip.sample_bone(root, 0.0),
+            end: clip.sample_bone(root, clip.duration()),
+        })
     }
-    Some(crate::j6_root_motion::unwrapped_root(clip, root.get(), t))
+
+    /// [`baked_root_pose`] of `clip` (the clip this track was made from) at `t`; equal to it
+    /// bit for bit.
+    pub fn pose(&self, clip: &Clip, t: f32) -> (Vec3, Quat) {
+        crate::j6_root_motion::unwrapped_root_with(
+            clip,
+            self.root.get(),
+            t,
+            Some((&self.start, &self.end)),
+        )
+    }
 }
 
 /// A character that changed path in the last [`LodSwitch::update`].
