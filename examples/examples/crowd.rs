@@ -50,6 +50,10 @@ struct Args {
     /// With --lod: bake rate in frames per second (default: the frame rate, 60).
     #[arg(long, requires = "lod", value_name = "HZ")]
     lod_rate: Option<f32>,
+    /// With --lod: skin every switching character from both paths on its switch frame and
+    /// print the largest difference (outside the timings).
+    #[arg(long, requires = "lod")]
+    lod_check: bool,
 }
 
 fn main() -> ExitCode {
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         lod: args.lod,
         lod_hysteresis: args.lod_hysteresis,
         lod_rate: args.lod_rate,
+        lod_check: args.lod_check,
         ..CrowdOptions::default()
     };
     match run_crowd(&opts) {
