@@ -5,20 +5,20 @@
 //! How a frame goes (`g` = global time of the frame, `(frame + 1)·dt`, the time the pipeline's
 //! clock node reaches in that frame):
 //!
-//! 1. [`LodState::before`]: every character's distance to the camera ([`lod_camera`]) decides
-//!    its tier. A character switching baked → CPU gets its `Animations` and `SkinRef` back
-//!    (it rejoins the pipeline's entity set), its animation time set to the baked playback time `phase + g`,
-//!    and its entity transform set to the one the baked tier kept. A character switching CPU →
-//!    baked gets the phase that makes the baked time equal the CPU time; it still runs in the
-//!    pipeline this one frame (so its root motion and, with `lod_check`, its CPU pose are those
-//!    of the switch frame). Every other baked character is advanced by root motion exactly as
-//!    job 6 would ([`sinew_jobs::bake_texture::baked_root_motion`], from the root pose kept
-//!    from the last frame to [`BakedRootTrack::pose`] at the new time) and its [`BakedInstance`]
-//!    world transform updated.
+//! 1. Before the pipeline: every character's distance to the camera ([`lod_camera`]) decides
+//!    its tier. A character switching baked → CPU gets its `Animations` and `SkinRef` back (it
+//!    rejoins the pipeline's entity set), its animation time set to the baked playback time
+//!    `phase + g`, and its entity transform set to the one the baked tier kept. A character
+//!    switching CPU → baked gets the phase that makes the baked time equal the CPU time; it
+//!    still runs in the pipeline this one frame (so its root motion and, with `lod_check`, its
+//!    CPU pose are those of the switch frame). Every other baked character is advanced by root
+//!    motion exactly as job 6 would ([`sinew_jobs::bake_texture::baked_root_motion`], from the
+//!    root pose kept from the last frame to [`BakedRootTrack::pose`] at the new time) and its
+//!    [`BakedInstance`] world transform updated.
 //! 2. The pipeline runs for the CPU tier.
-//! 3. [`LodState::after`]: characters that switched to baked leave the pipeline (their
-//!    `Animations` and `SkinRef` are kept aside, so that no pipeline node, the clock and the
-//!    remap cache included, visits them; the store keeps every other component) and the baked tier keeps
+//! 3. After it: characters that switched to baked leave the pipeline (their `Animations` and
+//!    `SkinRef` are kept aside, so that no pipeline node, the clock and the remap cache
+//!    included, visits them; the store keeps every other component) and the baked tier keeps
 //!    their transform from now on.
 //!
 //! A baked texture holds single clips, so in LOD mode every character plays one clip (built-in:
