@@ -342,34 +342,43 @@ fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
     }
 }
 
-/// The clip (index into [`lod_clips`]) and start time of character `i` of a LOD crowd: one
-/// clip at speed 1, its phase on the bake's frame grid (`rate`).
-fn lod_animation(model: &Model, i: u64, rate: f32) -> (u32, AnimationToProcess) {
-    let clips = lod_clips(model);
+/// The clip (index into `clips`, the model's [`lod_clips`]) and start time of character `i` of
+/// a LOD crowd: one clip at speed 1, its phase on the bake's frame grid (`rate`); `None` when
+/// there are no clips.
+fn lod_animation(
+    model: &Model,
+    clips: &[Arc<Clip>],
+    i: u64,
+    rate: f32,
+) -> Option<(u32, AnimationToProcess)> {
     let c = match &model.kind {
         // Walk or run by the same speed draw as the full crowd, idle for every tenth.
         ModelKind::Builtin { .. } if i.is_multiple_of(10) => 2,
         ModelKind::Builtin { .. } => usize::from(1.0 + 3.0 * hash01(i, 1) >= 2.45),
         ModelKind::Gltf { .. } => (i as usize) % clips.len().max(1),
     };
-    let clip = clips[c.min(clips.len() - 1)].clone();
+    let clip = clips.get(c)?.clone();
     let phase = (hash01(i, 2) * clip.duration() * rate).floor() / rate;
-    (c as u32, AnimationToProcess::new(clip).at(phase))
+    Some((c as u32, AnimationToProcess::new(clip).at(phase)))
 }
 
 /// Distance between neighbours of the crowd's grid, metres.
 pub const SPACING: f32 = 2.0;
 
-fn character(model: &Model, i: u64, grid: usize, lod_rate: Option<f32>) -> CrowdBundle {
+/// Character `i`; with `lod` (bake rate, the model's [`lod_clips`]) it plays one clip.
+fn character(model: &Model, i: u64, grid: usize, lod: Option<(f32, &[Arc<Clip>])>) -> CrowdBundle {
     let spacing = SPACING;
     let (x, z) = (
         (i as usize % grid) as f32 * spacing,
         (i as usize / grid) as f32 * spacing,
     );
     let heading = Quat::from_rotation_y(hash01(i, 6) * 0.3 - 0.15);
-    let animations = match lod_rate {
+    let animations = match lod {
         None => animations_for(model, i),
-        Some(rate) => vec![lod_animation(model, i, rate).1],
+        Some((rate, clips)) => lod_animation(model, clips, i, rate)
+            .map(|(_, a)| a)
+            .into_iter()
+            .collect(),
     };
     (
         RigRef(model.rig.clone()),
@@ -437,9 +446,11 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     let model = load_model(opts, &registry)?;
     let grid = (opts.count as f64).sqrt().ceil() as usize;
     let lod_rate = opts.lod.map(|_| opts.lod_rate.unwrap_or(1.0 / opts.dt));
+    let clips = lod_clips(&model);
+    let lod_setup = lod_rate.map(|r| (r, &clips[..]));
     let mut store = Store::new();
     let mut entities: Vec<Entity> = store
-        .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, lod_rate)))
+        .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, lod_setup)))
         .map_err(|e| format!("spawn: {e}"))?;
     let mut lod = match (opts.lod, lod_rate) {
         (Some(distance), Some(rate)) => {
@@ -447,15 +458,18 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                 .map_err(|e| format!("--lod: {e}"))?;
             let (clip_of, starts): (Vec<u32>, Vec<f32>) = (0..opts.count as u64)
                 .map(|i| {
-                    let (c, a) = lod_animation(&model, i, rate);
-                    (c, a.time)
+                    lod_animation(&model, &clips, i, rate)
+                        .map(|(c, a)| (c, a.time))
+                        .ok_or_else(|| "--lod: the model has no clips".to_string())
                 })
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
                 .unzip();
             Some(LodState::new(
                 switch,
                 &model.rig,
                 model.mesh.clone(),
-                lod_clips(&model),
+                clips.clone(),
                 rate,
                 clip_of,
                 &starts,
