@@ -7,10 +7,6 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
 use sinew_jobs::builtin::{self, BakedCharacter};
-use sinew_jobs::component::{
-    AnimationToProcess, Animations, BlendMode, EntityTransform, FrameSlot, LayerWeights, RigRef,
-    RootMotion, SamplingCursors, SkinRef,
-};
 use sinew_runtime::store::Store;
 use std::time::{Duration, Instant};
 
@@ -20,37 +16,7 @@ const DT: f32 = 1.0 / 60.0;
 fn crowd(c: &BakedCharacter, n: usize) -> (Store, Animator, Vec<[f32; 12]>) {
     let mut store = Store::new();
     store
-        .spawn_batch((0..n).map(|i| {
-            let t = i as f32 * 0.137;
-            let r = (i % 7) as f32 / 6.0;
-            let mut anims = vec![
-                AnimationToProcess::new(c.walk.clone())
-                    .at(t)
-                    .weight(1.0 - r),
-                AnimationToProcess::new(c.run.clone()).at(t * 0.7).weight(r),
-                AnimationToProcess::new(c.breathe.clone())
-                    .at(t * 1.3)
-                    .layer(2, BlendMode::Additive),
-            ];
-            if i % 3 == 0 {
-                anims.push(
-                    AnimationToProcess::new(c.wave.clone())
-                        .at(t)
-                        .layer(1, BlendMode::Override)
-                        .mask(c.upper_body_mask.clone()),
-                );
-            }
-            (
-                RigRef(c.rig.clone()),
-                Animations::new(anims),
-                LayerWeights::default(),
-                FrameSlot::default(),
-                SamplingCursors::default(),
-                SkinRef::new(c.mesh.clone()),
-                EntityTransform::default(),
-                RootMotion::default(),
-            )
-        }))
+        .spawn_batch((0..n).map(|i| c.crowd_member(i)))
         .expect("spawn");
     let mut animator = Animator::new(&mut store).expect("graph");
     let mut palette = vec![[0.0f32; 12]; n * c.mesh.bone_count()];

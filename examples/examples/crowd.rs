@@ -40,6 +40,20 @@ struct Args {
     /// Render the last frame on the GPU and save it as a PNG.
     #[arg(long)]
     png: Option<PathBuf>,
+    /// Level of detail: characters nearer the camera than DISTANCE metres run the CPU
+    /// pipeline, farther ones play baked animation textures (one clip per character).
+    #[arg(long, value_name = "DISTANCE")]
+    lod: Option<f32>,
+    /// With --lod: width of the hysteresis band around DISTANCE (default DISTANCE / 10).
+    #[arg(long, requires = "lod", value_name = "METRES")]
+    lod_hysteresis: Option<f32>,
+    /// With --lod: bake rate in frames per second (default: the frame rate, 60).
+    #[arg(long, requires = "lod", value_name = "HZ")]
+    lod_rate: Option<f32>,
+    /// With --lod: skin every switching character from both paths on its switch frame and
+    /// print the largest difference (outside the timings).
+    #[arg(long, requires = "lod")]
+    lod_check: bool,
 }
 
 fn main() -> ExitCode {
@@ -71,6 +85,10 @@ fn main() -> ExitCode {
         clip: args.clip,
         progress: !args.json,
         png: args.png,
+        lod: args.lod,
+        lod_hysteresis: args.lod_hysteresis,
+        lod_rate: args.lod_rate,
+        lod_check: args.lod_check,
         ..CrowdOptions::default()
     };
     match run_crowd(&opts) {

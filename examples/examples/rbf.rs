@@ -5,7 +5,8 @@
 //!     --kernel thin_plate_spline --epsilon 3.58 --mode interpolate --out OUT.obj [--gpu]
 //! ```
 //!
-//! Writes the deformed high mesh in the input vertex order: the `v` lines (deformed), then every
+//! Progress (bake report, timings) goes to stdout; an error is one line on stderr and a
+//! non-zero exit status. Writes the deformed high mesh in the input vertex order: the `v` lines (deformed), then every
 //! other line of the high OBJ unchanged (faces keep their indices). Files are loaded with `tobj`
 //! (`single_index: false`, no merging or reordering) to validate them; positions are taken from
 //! the `v` lines in file order, because tobj's multi-index mode renumbers positions in order of
@@ -144,7 +145,7 @@ fn run(args: &Args) -> Result<(), String> {
         Arc::new(bake(&low_rest.positions, &high.positions, &opts).map_err(|e| e.to_string())?);
     let bake_ms = t.elapsed().as_secs_f64() * 1e3;
     let r = binding.report();
-    eprintln!(
+    println!(
         "bake: {:?} {} eps={} | {} controls, {} vertices | {:?}, nnz {}, dropped mass {:.3e} (max row {:.3e}) | system {} ({} nnz, {}, pivot ratio {:.3e}) | {bake_ms:.1} ms",
         opts.mode,
         kernel,
@@ -166,7 +167,7 @@ fn run(args: &Args) -> Result<(), String> {
     deformer
         .deform(&low_posed.positions, &mut out)
         .map_err(|e| e.to_string())?;
-    eprintln!("deform (cpu): {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
+    println!("deform (cpu): {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
     if args.gpu {
         let ctx = sinew_gpu::context::GpuContext::new().map_err(|e| e.to_string())?;
         let mut g =
@@ -181,13 +182,13 @@ fn run(args: &Args) -> Result<(), String> {
             .zip(&out)
             .map(|(a, b)| (*a - *b).length() / b.length().max(1e-6))
             .fold(0.0f32, f32::max);
-        eprintln!(
+        println!(
             "gpu ({}): max relative difference to cpu {max:.3e}",
             ctx.adapter_info.name
         );
     }
     write_obj(&args.out, &high.text, &out)?;
-    eprintln!("wrote {}", args.out.display());
+    println!("wrote {}", args.out.display());
     Ok(())
 }
 

@@ -2,10 +2,12 @@
 //! additive layer, some waving on a masked upper-body layer; root motion moves them and
 //! footstep events are counted. Runs the nine-job graph and measures it.
 
+use crate::lod::{LodState, LodSummary};
 use glam::{Quat, Vec3};
 use rayon::ThreadPoolBuilder;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, SkinnedMesh, Transform, bone_hash};
+use sinew_jobs::bake_texture::LodSwitch;
 use sinew_jobs::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents,
@@ -41,6 +43,17 @@ pub struct CrowdOptions {
     /// Render the last frame on the GPU (palettes written straight into the mapped palette
     /// ring) and save it as a PNG.
     pub png: Option<PathBuf>,
+    /// Level of detail: characters nearer the camera ([`crate::lod::lod_camera`]) than this
+    /// many metres run the CPU pipeline, farther ones play baked textures (see
+    /// [`crate::lod`]). Every character then plays a single clip.
+    pub lod: Option<f32>,
+    /// Width of the LOD hysteresis band in metres (default: a tenth of the distance).
+    pub lod_hysteresis: Option<f32>,
+    /// LOD bake rate in frames per second (default: the frame rate, `1 / dt`).
+    pub lod_rate: Option<f32>,
+    /// With `lod`: measure the pose difference between the two paths on every switch frame
+    /// (outside the timings).
+    pub lod_check: bool,
 }
 
 impl Default for CrowdOptions {
@@ -55,6 +68,10 @@ impl Default for CrowdOptions {
             progress: true,
             dt: 1.0 / 60.0,
             png: None,
+            lod: None,
+            lod_hysteresis: None,
+            lod_rate: None,
+            lod_check: false,
         }
     }
 }
@@ -105,6 +122,8 @@ pub struct CrowdSummary {
     pub palette_checksum: f64,
     /// With `png`: the adapter that rendered, and the render's wall time.
     pub rendered: Option<(String, Duration)>,
+    /// With `lod`: tiers, switches and the CPU time split.
+    pub lod: Option<LodSummary>,
 }
 
 impl CrowdSummary {
@@ -136,6 +155,24 @@ impl CrowdSummary {
             "churned": self.churned,
             "mean_distance_m": self.mean_distance,
             "palette_checksum": self.palette_checksum,
+            "lod": self.lod.as_ref().map(|l| serde_json::json!({
+                "distance_m": l.distance,
+                "hysteresis_m": l.hysteresis,
+                "bake_rate_hz": l.rate,
+                "clips": l.clips,
+                "bake_ms": l.bake_time.as_secs_f64() * 1e3,
+                "texture_bytes": l.texture_bytes,
+                "cpu_tier_first_frame": l.cpu_first,
+                "cpu_tier": l.cpu_last,
+                "baked_tier": l.baked_last,
+                "cpu_tier_mean": l.cpu_mean,
+                "switches": l.switches,
+                "switches_per_frame": l.switches_per_frame(self.frames),
+                "switches_max_per_frame": l.switches_max,
+                "pipeline_median_ms": l.pipeline_median.as_secs_f64() * 1e3,
+                "bookkeeping_median_ms": l.bookkeeping_median.as_secs_f64() * 1e3,
+                "max_switch_pose_error": l.max_pose_error,
+            })),
             "nodes": self.nodes.iter().map(|n| serde_json::json!({"name": n.name, "median_ms": n.median.as_secs_f64() * 1e3})).collect::<Vec<_>>(),
         })
     }
@@ -155,6 +192,7 @@ enum ModelKind {
         run: Arc<Clip>,
         wave: Arc<Clip>,
         breathe: Arc<Clip>,
+        idle: Arc<Clip>,
         mask: Arc<sinew_jobs::asset::AvatarMask>,
     },
     Gltf {
@@ -176,6 +214,7 @@ fn load_model(opts: &CrowdOptions, registry: &AssetRegistry) -> Result<Model, St
                     run: c.run,
                     wave: c.wave,
                     breathe: c.breathe,
+                    idle: c.idle,
                     mask: c.upper_body_mask,
                 },
             })
@@ -237,6 +276,7 @@ fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
             wave,
             breathe,
             mask,
+            ..
         } => {
             // Speed between a slow walk and a run; walk and run phase-locked (same normalised time).
             let speed = 1.0 + 3.0 * hash01(i, 1);
@@ -292,16 +332,57 @@ type CrowdBundle = (
     CurveValues,
 );
 
-fn character(model: &Model, i: u64, grid: usize) -> CrowdBundle {
-    let spacing = 2.0;
+/// The clips a LOD crowd bakes (and plays, one per character).
+fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
+    match &model.kind {
+        ModelKind::Builtin {
+            walk, run, idle, ..
+        } => vec![walk.clone(), run.clone(), idle.clone()],
+        ModelKind::Gltf { clips } => clips.clone(),
+    }
+}
+
+/// The clip (index into `clips`, the model's [`lod_clips`]) and start time of character `i` of
+/// a LOD crowd: one clip at speed 1, its phase on the bake's frame grid (`rate`); `None` when
+/// there are no clips.
+fn lod_animation(
+    model: &Model,
+    clips: &[Arc<Clip>],
+    i: u64,
+    rate: f32,
+) -> Option<(u32, AnimationToProcess)> {
+    let c = match &model.kind {
+        // Walk or run by the same speed draw as the full crowd, idle for every tenth.
+        ModelKind::Builtin { .. } if i.is_multiple_of(10) => 2,
+        ModelKind::Builtin { .. } => usize::from(1.0 + 3.0 * hash01(i, 1) >= 2.45),
+        ModelKind::Gltf { .. } => (i as usize) % clips.len().max(1),
+    };
+    let clip = clips.get(c)?.clone();
+    let phase = (hash01(i, 2) * clip.duration() * rate).floor() / rate;
+    Some((c as u32, AnimationToProcess::new(clip).at(phase)))
+}
+
+/// Distance between neighbours of the crowd's grid, metres.
+pub const SPACING: f32 = 2.0;
+
+/// Character `i`; with `lod` (bake rate, the model's [`lod_clips`]) it plays one clip.
+fn character(model: &Model, i: u64, grid: usize, lod: Option<(f32, &[Arc<Clip>])>) -> CrowdBundle {
+    let spacing = SPACING;
     let (x, z) = (
         (i as usize % grid) as f32 * spacing,
         (i as usize / grid) as f32 * spacing,
     );
     let heading = Quat::from_rotation_y(hash01(i, 6) * 0.3 - 0.15);
+    let animations = match lod {
+        None => animations_for(model, i),
+        Some((rate, clips)) => lod_animation(model, clips, i, rate)
+            .map(|(_, a)| a)
+            .into_iter()
+            .collect(),
+    };
     (
         RigRef(model.rig.clone()),
-        Animations::new(animations_for(model, i)),
+        Animations::new(animations),
         LayerWeights::default(),
         FrameSlot::default(),
         SamplingCursors::default(),
@@ -313,7 +394,7 @@ fn character(model: &Model, i: u64, grid: usize) -> CrowdBundle {
     )
 }
 
-fn median(v: &mut [Duration]) -> Duration {
+pub(crate) fn median(v: &mut [Duration]) -> Duration {
     if v.is_empty() {
         return Duration::ZERO;
     }
@@ -338,6 +419,21 @@ pub fn run_crowd(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             opts.churn
         ));
     }
+    if let Some(d) = opts.lod {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(format!(
+                "--lod must be a positive distance in metres, got {d}"
+            ));
+        }
+        if opts.churn > 0.0 {
+            return Err("--lod and --churn cannot be combined".into());
+        }
+        if let Some(r) = opts.lod_rate
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(format!("--lod-rate must be a positive rate, got {r}"));
+        }
+    }
     let pool = ThreadPoolBuilder::new()
         .num_threads(opts.threads)
         .build()
@@ -349,10 +445,41 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     let registry = AssetRegistry::new();
     let model = load_model(opts, &registry)?;
     let grid = (opts.count as f64).sqrt().ceil() as usize;
+    let lod_rate = opts.lod.map(|_| opts.lod_rate.unwrap_or(1.0 / opts.dt));
+    let clips = lod_clips(&model);
+    let lod_setup = lod_rate.map(|r| (r, &clips[..]));
     let mut store = Store::new();
     let mut entities: Vec<Entity> = store
-        .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid)))
+        .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, lod_setup)))
         .map_err(|e| format!("spawn: {e}"))?;
+    let mut lod = match (opts.lod, lod_rate) {
+        (Some(distance), Some(rate)) => {
+            let switch = LodSwitch::new(distance, opts.lod_hysteresis.unwrap_or(0.1 * distance))
+                .map_err(|e| format!("--lod: {e}"))?;
+            let (clip_of, starts): (Vec<u32>, Vec<f32>) = (0..opts.count as u64)
+                .map(|i| {
+                    lod_animation(&model, &clips, i, rate)
+                        .map(|(c, a)| (c, a.time))
+                        .ok_or_else(|| "--lod: the model has no clips".to_string())
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .unzip();
+            Some(LodState::new(
+                switch,
+                &model.rig,
+                model.mesh.clone(),
+                clips.clone(),
+                rate,
+                clip_of,
+                &starts,
+                grid,
+                opts.dt,
+                opts.lod_check,
+            )?)
+        }
+        _ => None,
+    };
     let starts: Vec<Vec3> = entities
         .iter()
         .map(|&e| {
@@ -385,7 +512,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                     .despawn(entities[slot])
                     .map_err(|e| format!("churn despawn: {e}"))?;
                 entities[slot] = store
-                    .spawn(character(&model, next_id, grid))
+                    .spawn(character(&model, next_id, grid, None))
                     .map_err(|e| format!("churn spawn: {e}"))?;
                 next_id += 1;
                 churned += 1;
@@ -396,11 +523,25 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         if palette.len() < needed {
             palette.resize(needed, [0.0; 12]);
         }
+        let bookkeeping_before = match lod.as_mut() {
+            Some(l) => l.before(&mut store, &entities, frame)?,
+            None => Duration::ZERO,
+        };
         let t0 = Instant::now();
         animator
             .run_frame_into(&mut store, opts.dt, &mut palette)
             .map_err(|e| format!("frame {frame}: {e}"))?;
-        let elapsed = t0.elapsed();
+        let pipeline = t0.elapsed();
+        let elapsed = match lod.as_mut() {
+            Some(l) => {
+                let after = l.after(&mut store, &entities, Some(&palette), frame)?;
+                if frame > 0 {
+                    l.record(pipeline, bookkeeping_before + after);
+                }
+                pipeline + bookkeeping_before + after
+            }
+            None => pipeline,
+        };
         if frame == 0 {
             node_names = animator.timings().iter().map(|t| t.name.clone()).collect();
             node_times = vec![Vec::with_capacity(opts.frames); node_names.len()];
@@ -412,7 +553,11 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                 v.push(t.duration);
             }
         }
-        let mut q = store.query::<&FiredEvents>().map_err(|e| e.to_string())?;
+        // Characters in the pipeline (the baked tier of --lod fires no events).
+        let mut q = store
+            .query::<&FiredEvents>()
+            .map_err(|e| e.to_string())?
+            .with::<Animations>();
         q.for_each(|_, ev| {
             events_fired +=
                 ev.0.iter()
@@ -435,6 +580,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     if show {
         println!();
     }
+    if let Some(l) = &lod {
+        l.sync_transforms(&mut store, &entities)?;
+    }
     let mean_distance = if opts.churn == 0.0 {
         let total: f32 = entities
             .iter()
@@ -456,6 +604,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             &model,
             opts.dt,
             path,
+            lod.as_mut().map(|l| (l, &entities[..], opts.frames + 1)),
         )?),
         None => None,
     };
@@ -471,13 +620,17 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     let mesh_bones = model.mesh.bone_count();
     // State kept between frames: the components and the heap data they own.
     let anim_heap: usize = {
-        let mut q = store
-            .query::<(&Animations, &SamplingCursors)>()
-            .map_err(|e| e.to_string())?;
         let mut sum = 0usize;
-        q.for_each(|_, (a, c)| {
-            sum += a.len() * std::mem::size_of::<AnimationToProcess>() + c.0.capacity() * 4
-        });
+        let mut q = store.query::<&Animations>().map_err(|e| e.to_string())?;
+        q.for_each(|_, a| sum += a.len() * std::mem::size_of::<AnimationToProcess>());
+        drop(q);
+        let mut q = store
+            .query::<&SamplingCursors>()
+            .map_err(|e| e.to_string())?;
+        q.for_each(|_, c| sum += c.0.capacity() * 4);
+        drop(q);
+        // The baked tier's animations are kept aside by the LOD state.
+        sum += lod.as_ref().map_or(0, LodState::parked_animation_bytes);
         sum / entities.len().max(1)
     };
     let state_bytes_per_character = std::mem::size_of::<CrowdBundle>() + anim_heap;
@@ -512,6 +665,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         mean_distance,
         palette_checksum,
         rendered,
+        lod: lod.as_ref().map(LodState::summary),
     })
 }
 
@@ -523,12 +677,16 @@ fn render_png(
     model: &Model,
     dt: f32,
     path: &std::path::Path,
+    mut lod: Option<(&mut LodState, &[Entity], usize)>,
 ) -> Result<(String, Duration), String> {
     use sinew_gpu::context::GpuContext;
     use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
     use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
     let t0 = Instant::now();
     let ctx = GpuContext::new().map_err(|e| format!("--png: {e}"))?;
+    if let Some((l, entities, frame)) = lod.as_mut() {
+        l.before(store, entities, *frame)?;
+    }
     let entries = crowd_palette_len(store).map_err(|e| format!("--png: {e}"))?;
     let mut ring = PaletteRing::with_best_mode(&ctx, entries).map_err(|e| format!("--png: {e}"))?;
     ring.write(&ctx, entries, |slice| {
@@ -536,6 +694,9 @@ fn render_png(
     })
     .map_err(|e| format!("--png: {e}"))?
     .map_err(|e| format!("--png frame: {e}"))?;
+    if let Some((l, entities, frame)) = lod.as_mut() {
+        l.after(store, entities, None, *frame)?;
+    }
     let mut instances = Vec::new();
     let (mut lo, mut hi) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY));
     let mut q = store
@@ -548,21 +709,76 @@ fn render_png(
         hi = hi.max(t.0.translation);
     });
     drop(q);
-    let center = (lo + hi) * 0.5 + Vec3::Y * 0.9;
-    let extent = (hi - lo).length().max(3.0);
-    let camera = Camera::look_at(
-        center + Vec3::new(0.35, 0.45, -0.8).normalize() * extent * 0.9,
-        center,
-    );
     let mut renderer =
         CrowdRenderer::new(&ctx, &model.mesh, 1280, 720).map_err(|e| format!("--png: {e}"))?;
-    let image = renderer
-        .render_ring(&ctx, &mut ring, &instances, &camera)
-        .map_err(|e| format!("--png: {e}"))?;
+    let image = match lod {
+        None => {
+            let center = (lo + hi) * 0.5 + Vec3::Y * 0.9;
+            let extent = (hi - lo).length().max(3.0);
+            let camera = Camera::look_at(
+                center + Vec3::new(0.35, 0.45, -0.8).normalize() * extent * 0.9,
+                center,
+            );
+            renderer
+                .render_ring(&ctx, &mut ring, &instances, &camera)
+                .map_err(|e| format!("--png: {e}"))?
+        }
+        Some((l, _, _)) => render_both_tiers(&ctx, &mut renderer, &mut ring, &instances, l, model)?,
+    };
     image
         .save_png(path)
         .map_err(|e| format!("--png {}: {e}", path.display()))?;
     Ok((ctx.adapter_info.name.clone(), t0.elapsed()))
+}
+
+/// Draws the CPU tier (palettes in `ring`) with `renderer`, then the baked tier into the same
+/// colour and depth targets, from the LOD camera, and reads the image back.
+fn render_both_tiers(
+    ctx: &sinew_gpu::context::GpuContext,
+    renderer: &mut sinew_gpu::render::CrowdRenderer,
+    ring: &mut sinew_gpu::palette_ring::PaletteRing,
+    instances: &[sinew_gpu::render::Instance],
+    lod: &LodState,
+    model: &Model,
+) -> Result<sinew_gpu::render::RgbaImage, String> {
+    use sinew_gpu::baked::draw::{BakedRenderer, DrawTarget};
+    use sinew_gpu::baked::{BakedAnimationGpu, BakedTexelFormat};
+    use sinew_gpu::render::{COLOR_FORMAT, Camera};
+    let e = |e: sinew_gpu::context::GpuError| format!("--png: {e}");
+    let (eye, target) = crate::lod::lod_camera(lod.grid(), lod.time());
+    let camera = Camera::look_at(eye, target);
+    let palette = ring
+        .buffer()
+        .cloned()
+        .ok_or_else(|| "--png: the palette ring holds no buffer".to_string())?;
+    renderer
+        .check_palette_bounds(instances, ring.len() as u64)
+        .map_err(e)?;
+    renderer.set_instances(ctx, instances).map_err(e)?;
+    let anim = BakedAnimationGpu::new(ctx, &lod.baked, &model.mesh, BakedTexelFormat::Rgba32Float)
+        .map_err(e)?;
+    let (w, h) = (renderer.width(), renderer.height());
+    let mut baked = BakedRenderer::with_color_format(ctx, &anim, w, h, COLOR_FORMAT).map_err(e)?;
+    baked
+        .set_instances(ctx, &anim, &lod.baked_instances())
+        .map_err(e)?;
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    renderer.encode(ctx, &mut encoder, &palette, &camera, None);
+    baked.encode_over(
+        ctx,
+        &anim,
+        &mut encoder,
+        DrawTarget {
+            color: renderer.color_view(),
+            depth: renderer.depth_view(),
+        },
+        camera.view_proj(w as f32 / h as f32),
+        lod.time(),
+    );
+    renderer.encode_readback(&mut encoder);
+    let sub = ctx.queue.submit([encoder.finish()]);
+    ring.submitted(Some(sub.clone()));
+    renderer.read_image(ctx, sub).map_err(e)
 }
 
 /// The human-readable summary.
@@ -598,6 +814,35 @@ pub fn format_summary(s: &CrowdSummary) -> String {
             "  churn           {} characters despawned and respawned\n",
             s.churned
         );
+    }
+    if let Some(l) = &s.lod {
+        out += &format!(
+            "  lod             {:.1} m (hysteresis {:.1} m); {} clips baked at {:.0} Hz in {:.1} ms ({} KiB)\n",
+            l.distance,
+            l.hysteresis,
+            l.clips.len(),
+            l.rate,
+            ms(l.bake_time),
+            l.texture_bytes / 1024
+        );
+        out += &format!(
+            "  tiers           {} CPU + {} baked at the last frame (first frame {} CPU, mean {:.1} CPU)\n",
+            l.cpu_last, l.baked_last, l.cpu_first, l.cpu_mean
+        );
+        out += &format!(
+            "  switches        {:.2} per frame (max {} in a frame, {} in all)\n",
+            l.switches_per_frame(s.frames),
+            l.switches_max,
+            l.switches
+        );
+        out += &format!(
+            "  cpu time split  pipeline (CPU tier) median {:.3} ms, baked bookkeeping median {:.3} ms\n",
+            ms(l.pipeline_median),
+            ms(l.bookkeeping_median)
+        );
+        if let Some(err) = l.max_pose_error {
+            out += &format!("  switch frames   max pose difference {err:.2e} of the model size\n");
+        }
     }
     if let Some((adapter, t)) = &s.rendered {
         out += &format!(

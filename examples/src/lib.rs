@@ -2,4 +2,5 @@
 //! and the benchmark workload.
 
 pub mod crowd;
+pub mod lod;
 pub mod workload;

@@ -118,3 +118,236 @@ fn bad_options_and_files_are_one_line_errors() {
         assert!(e.contains(needle) && !e.contains('\n'), "{e}");
     }
 }
+
+/// `--lod`: the camera of the LOD crowd, written out from its documentation (eye at height
+/// 6 m over the grid's middle column, z = −6 m + 3 m/s · g), not taken from the library.
+fn lod_eye(grid: usize, frame: usize) -> glam::Vec3 {
+    let g = (frame + 1) as f32 / 60.0;
+    glam::Vec3::new((grid - 1) as f32 * 2.0 * 0.5, 6.0, -6.0 + 3.0 * g)
+}
+
+#[test]
+fn lod_tiers_follow_the_distance_with_hysteresis_and_switches_keep_the_pose() {
+    use sinew_jobs::bake_texture::LodPath;
+    let (distance, band) = (10.0f32, 2.0f32);
+    let (near, far) = (distance - band / 2.0, distance + band / 2.0);
+    let frames = 240;
+    let s = run_crowd(&CrowdOptions {
+        lod: Some(distance),
+        lod_hysteresis: Some(band),
+        lod_check: true,
+        ..opts(400, frames)
+    })
+    .unwrap();
+    let l = s.lod.as_ref().unwrap();
+    let grid = 20;
+
+    // Warm-up frame: every character stands where it was spawned (grid of 2 m from the
+    // origin); the tier is CPU exactly when nearer than the distance.
+    let eye = lod_eye(grid, 0);
+    let expected_first = (0..400)
+        .filter(|i| {
+            let p = glam::Vec3::new((i % grid) as f32 * 2.0, 0.0, (i / grid) as f32 * 2.0);
+            p.distance(eye) < distance
+        })
+        .count();
+    assert!(expected_first > 5, "{expected_first}");
+    assert_eq!(l.cpu_first, expected_first);
+
+    // Last frame: inside the band either tier, outside it the tier the distance says.
+    let eye = lod_eye(grid, frames);
+    assert!((l.last_camera - eye).length() < 1e-4, "{:?}", l.last_camera);
+    assert_eq!(l.last_positions.len(), 400);
+    let mut cpu = 0;
+    for (p, path) in l.last_positions.iter().zip(&l.last_paths) {
+        let d = p.distance(eye);
+        if d < near {
+            assert_eq!(*path, LodPath::Cpu, "at {d} m");
+        } else if d > far {
+            assert_eq!(*path, LodPath::Baked, "at {d} m");
+        }
+        cpu += usize::from(*path == LodPath::Cpu);
+    }
+    assert_eq!((l.cpu_last, l.baked_last), (cpu, 400 - cpu));
+    let json = s.to_json();
+    assert_eq!(json["lod"]["cpu_tier"], cpu);
+    assert_eq!(json["lod"]["baked_tier"], 400 - cpu);
+
+    // Switches: both directions happen (the camera overtakes walkers, runners outrun it).
+    let to_cpu = l.events.iter().filter(|e| e.to == LodPath::Cpu).count();
+    let to_baked = l.events.iter().filter(|e| e.to == LodPath::Baked).count();
+    assert!(to_cpu > 0 && to_baked > 0, "{to_cpu} / {to_baked}");
+    assert_eq!(
+        l.switches,
+        l.events.iter().filter(|e| e.frame > 0).count() as u64
+    );
+    for e in &l.events {
+        // Hysteresis: a switch only outside the band, so between two switches of one
+        // character its distance changed by at least the band's width (no flip-flop).
+        let d = e.position.distance(lod_eye(grid, e.frame));
+        match e.to {
+            LodPath::Cpu => assert!(d < near, "{e:?} at {d} m"),
+            LodPath::Baked => assert!(d > far, "{e:?} at {d} m"),
+        }
+        // Same skinned pose from both paths on the switch frame.
+        let err = e.pose_error.unwrap();
+        assert!(err <= 1e-5, "{e:?}");
+    }
+    for i in 0..400 {
+        let mine: Vec<LodPath> = l
+            .events
+            .iter()
+            .filter(|e| e.index == i)
+            .map(|e| e.to)
+            .collect();
+        assert!(mine.windows(2).all(|w| w[0] != w[1]), "{i}: {mine:?}");
+    }
+    println!(
+        "{} switches ({to_cpu} to CPU, {to_baked} to baked), max pose difference {:e}",
+        l.events.len(),
+        l.max_pose_error.unwrap()
+    );
+    assert!(l.max_pose_error.unwrap() <= 1e-5);
+    let text = format_summary(&s);
+    for needle in [
+        "tiers",
+        "switches",
+        "baked bookkeeping",
+        "pipeline (CPU tier)",
+    ] {
+        assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
+    }
+}
+
+/// Root motion stays consistent through switches: the same crowd (same clips and phases) run
+/// all on the CPU tier, all baked, and mixed with switches ends with every character at the
+/// same place.
+#[test]
+fn lod_root_motion_is_the_same_on_both_tiers_and_through_switches() {
+    let run = |distance: f32| {
+        let s = run_crowd(&CrowdOptions {
+            lod: Some(distance),
+            ..opts(400, 240)
+        })
+        .unwrap();
+        let l = s.lod.unwrap();
+        (l.last_positions, l.cpu_last, l.switches)
+    };
+    let (all_cpu, cpu, switches) = run(1.0e4);
+    assert_eq!((cpu, switches), (400, 0));
+    let (all_baked, cpu, switches) = run(0.01);
+    assert_eq!((cpu, switches), (0, 0));
+    let (mixed, _, switches) = run(10.0);
+    assert!(switches > 10, "{switches}");
+    let start = |i: usize| glam::Vec3::new((i % 20) as f32 * 2.0, 0.0, (i / 20) as f32 * 2.0);
+    let walked: f32 = (0..400).map(|i| all_cpu[i].distance(start(i))).sum::<f32>() / 400.0;
+    assert!(walked > 3.0, "{walked}"); // 4 s of walking and running
+    // The CPU clock accumulates `time += dt` in f32 while the baked one is `phase + g`: they
+    // drift apart by float rounding (~1e-5 s over 240 frames, ~1e-4 m at 3.5 m/s).
+    let mut worst = 0.0f32;
+    for i in 0..400 {
+        for (what, p) in [("baked", all_baked[i]), ("mixed", mixed[i])] {
+            let d = p.distance(all_cpu[i]);
+            worst = worst.max(d);
+            assert!(
+                d < 1e-3,
+                "character {i}, {what}: {p} vs {} ({d} m)",
+                all_cpu[i]
+            );
+        }
+    }
+    println!("{switches} switches; largest position difference to the all-CPU crowd {worst:e} m");
+}
+
+#[test]
+fn without_lod_nothing_changes_and_bad_lod_options_are_one_line_errors() {
+    let s = run_crowd(&opts(20, 10)).unwrap();
+    assert!(s.lod.is_none());
+    assert!(s.to_json()["lod"].is_null());
+    assert!(!format_summary(&s).contains("tiers"));
+    for (o, needle) in [
+        (
+            CrowdOptions {
+                lod: Some(-1.0),
+                ..opts(10, 10)
+            },
+            "--lod",
+        ),
+        (
+            CrowdOptions {
+                lod: Some(10.0),
+                churn: 0.1,
+                ..opts(10, 10)
+            },
+            "--churn",
+        ),
+        (
+            CrowdOptions {
+                lod: Some(10.0),
+                lod_hysteresis: Some(30.0),
+                ..opts(10, 10)
+            },
+            "hysteresis",
+        ),
+    ] {
+        let e = run_crowd(&o).unwrap_err();
+        assert!(e.contains(needle) && !e.contains('\n'), "{e}");
+    }
+}
+
+/// `--png` with `--lod`: both tiers in one image. Every character is projected with the
+/// camera written out from its documentation; near (CPU) characters, drawn first by the
+/// skinning renderer, and far (baked) ones, drawn over them with depth testing by the baked
+/// renderer, must both cover the pixel at their chest. Skips (with a message) where no GPU
+/// adapter exists.
+#[test]
+fn lod_png_draws_both_tiers_in_one_image() {
+    use sinew_gpu::render::Camera;
+    use sinew_jobs::bake_texture::LodPath;
+    if sinew_gpu::context::GpuContext::new().is_err() {
+        eprintln!("skipped: no GPU adapter (install mesa-vulkan-drivers for lavapipe)");
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("sinew-lod-{}.png", std::process::id()));
+    let frames = 30;
+    let s = run_crowd(&CrowdOptions {
+        lod: Some(12.0),
+        png: Some(path.clone()),
+        ..opts(100, frames)
+    })
+    .unwrap();
+    let l = s.lod.as_ref().unwrap();
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let (w, h) = (info.width, info.height);
+    let px = |x: u32, y: u32| {
+        let i = ((y * w + x) * 4) as usize;
+        [buf[i], buf[i + 1], buf[i + 2]]
+    };
+    let background = px(0, 0);
+    // The render is one frame after the last measured one.
+    let eye = lod_eye(10, frames + 1);
+    let camera = Camera::look_at(eye, eye + glam::Vec3::new(0.0, -6.0, 25.0));
+    let (mut covered, mut seen) = ([0usize; 2], [0usize; 2]);
+    for (p, path) in l.last_positions.iter().zip(&l.last_paths) {
+        let Some(q) = camera.project(*p + glam::Vec3::Y * 1.3, w, h) else {
+            continue;
+        };
+        if q.x < 1.0 || q.y < 1.0 || q.x >= (w - 1) as f32 || q.y >= (h - 1) as f32 {
+            continue;
+        }
+        let tier = usize::from(*path == LodPath::Baked);
+        seen[tier] += 1;
+        covered[tier] += usize::from(px(q.x as u32, q.y as u32) != background);
+    }
+    println!(
+        "covered at the chest: CPU {}/{}, baked {}/{}",
+        covered[0], seen[0], covered[1], seen[1]
+    );
+    assert!(seen[0] >= 3 && seen[1] >= 10, "{seen:?}");
+    assert!(covered[0] * 10 >= seen[0] * 9, "{covered:?} of {seen:?}");
+    assert!(covered[1] * 10 >= seen[1] * 9, "{covered:?} of {seen:?}");
+    std::fs::remove_file(&path).ok();
+}

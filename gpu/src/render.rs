@@ -455,6 +455,17 @@ impl CrowdRenderer {
         self.height
     }
 
+    /// The colour target ([`COLOR_FORMAT`]), for a renderer that draws over this one's pass.
+    pub fn color_view(&self) -> &wgpu::TextureView {
+        &self.color_view
+    }
+
+    /// The depth target ([`DEPTH_FORMAT`], stored by [`CrowdRenderer::encode`]), for a
+    /// renderer that draws over this one's pass with depth testing.
+    pub fn depth_view(&self) -> &wgpu::TextureView {
+        &self.depth_view
+    }
+
     /// Instances drawn by [`CrowdRenderer::encode`].
     pub fn instance_count(&self) -> u32 {
         self.instance_count
@@ -571,7 +582,9 @@ impl CrowdRenderer {
                 view: &self.depth_view,
                 depth_ops: Some(wgpu::Operations {
                     load: wgpu::LoadOp::Clear(1.0),
-                    store: wgpu::StoreOp::Discard,
+                    // Kept, so that another renderer can draw into the same target after this
+                    // pass (the baked crowd of `crowd --lod`).
+                    store: wgpu::StoreOp::Store,
                 }),
                 stencil_ops: None,
             }),

@@ -114,7 +114,18 @@ impl RootMotionJob<'_> {
 
 /// Root translation and rotation of `clip` at unwrapped time `t`, continued across loops:
 /// `P(t) = T(wrap t) + k·(T(end) − T(start))` with `k` the number of completed loops.
-fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
+pub(crate) fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
+    unwrapped_root_with(clip, root, t, None)
+}
+
+/// [`unwrapped_root`] with the root's samples at the clip's start and end given (they are
+/// sampled when `None` and needed), for callers that evaluate one clip many times.
+pub(crate) fn unwrapped_root_with(
+    clip: &Clip,
+    root: usize,
+    t: f32,
+    start_end: Option<(&Transform, &Transform)>,
+) -> (Vec3, Quat) {
     let bone = crate::asset::BoneIndex(root as u32);
     let d = clip.duration();
     if !clip.looping() || d <= 0.0 {
@@ -126,8 +137,10 @@ fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
     if loops == 0.0 {
         return (s.translation, s.rotation);
     }
-    let start = clip.sample_bone(bone, 0.0);
-    let end = clip.sample_bone(bone, d);
+    let (start, end) = match start_end {
+        Some((a, b)) => (*a, *b),
+        None => (clip.sample_bone(bone, 0.0), clip.sample_bone(bone, d)),
+    };
     let per_loop_t = end.translation - start.translation;
     let per_loop_r = (end.rotation * start.rotation.conjugate()).normalize();
     let k = loops.clamp(-1e6, 1e6) as i32;

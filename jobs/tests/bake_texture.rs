@@ -550,3 +550,106 @@ fn lod_switch_keeps_the_pose_on_the_switch_frame() {
     // The walk really moves between the two switches (the comparison is not of rest poses).
     assert!(anim_time > 1.0);
 }
+
+/// A character standing 20 m from a shaking camera (distance 20 ± 0.8 m, changing every
+/// frame): without hysteresis it flips tier on most threshold crossings, with a 2 m band it
+/// keeps the tier it was first given. A character walking through the band slowly switches
+/// once, on the far side of it.
+#[test]
+fn lod_hysteresis_prevents_flip_flopping() {
+    let switches = |band: f32, path: &dyn Fn(usize) -> f32| {
+        let mut lod = LodSwitch::new(20.0, band).unwrap();
+        let mut clocks = [LodClock {
+            cpu_time: 0.0,
+            phase: 0.0,
+            speed: 1.0,
+        }];
+        let mut changes = Vec::new();
+        let mut n = 0;
+        for f in 0..300 {
+            let pos = Vec3::new(path(f), 0.0, 0.0);
+            lod.update(
+                Vec3::ZERO,
+                &[pos],
+                f as f32 / 60.0,
+                &mut clocks,
+                &mut changes,
+            )
+            .unwrap();
+            n += changes.iter().filter(|c| !c.first).count();
+        }
+        (n, lod.paths()[0])
+    };
+    // Shake: a 7-frame and a 3-frame period superposed, amplitude 0.8 m in all.
+    let shaking = |f: usize| {
+        let t = f as f32;
+        20.0 + 0.5 * (t * std::f32::consts::TAU / 7.0).sin() + 0.3 * (t * 2.1).sin()
+    };
+    let crossings = (1..300)
+        .filter(|&f| (shaking(f) < 20.0) != (shaking(f - 1) < 20.0))
+        .count();
+    let (without, _) = switches(0.0, &shaking);
+    let (with, _) = switches(2.0, &shaking);
+    assert!(crossings > 50, "{crossings}");
+    assert_eq!(without, crossings);
+    assert_eq!(with, 0);
+    // Walking away from 15 m to 25 m: one switch, once past 21 m.
+    let walking = |f: usize| 15.0 + 10.0 * f as f32 / 299.0;
+    let (n, last) = switches(2.0, &walking);
+    assert_eq!((n, last), (1, LodPath::Baked));
+}
+
+/// A baked character moved by `baked_root_motion` each frame ends where job 6 moves the same
+/// character on the CPU (walk and run, several loops, a turned and scaled entity), and the
+/// cached `BakedRootTrack` gives the same root poses bit for bit.
+#[test]
+fn baked_root_motion_moves_a_character_as_job_6_does() {
+    use sinew_jobs::bake_texture::{BakedRootTrack, baked_root_motion, baked_root_pose};
+    let m = builtin_model();
+    let root = m.rig.root();
+    assert!(BakedRootTrack::new(&m.clips[0], root).is_none()); // idle: no root motion
+    for clip in [&m.clips[1], &m.clips[2]] {
+        let track = BakedRootTrack::new(clip, root).unwrap();
+        for k in 0..200 {
+            let t = k as f32 * 0.037 - 1.0;
+            assert_eq!(track.pose(clip, t), baked_root_pose(clip, root, t).unwrap());
+        }
+        let start = Transform::new(
+            Vec3::new(3.0, 0.0, -2.0),
+            glam::Quat::from_rotation_y(0.7),
+            Vec3::splat(1.5),
+        );
+        let mut store = Store::new();
+        let mut animator = Animator::new(&mut store).unwrap();
+        let e = store
+            .spawn(animated(
+                m.rig.clone(),
+                vec![AnimationToProcess::new(clip.clone()).at(0.2)],
+            ))
+            .unwrap();
+        store.insert(e, SkinRef::new(m.mesh.clone())).unwrap();
+        store.insert(e, RootMotion::default()).unwrap();
+        store.insert(e, EntityTransform(start)).unwrap();
+        let dt = 1.0 / 60.0;
+        let mut baked = start;
+        let mut time = 0.2f32;
+        for _ in 0..150 {
+            animator.run_frame(&mut store, dt).unwrap();
+            let (dt_, dr) = baked_root_motion(clip, root, time, time + dt).unwrap();
+            time += dt;
+            baked.translation += baked.rotation * (dt_ * baked.scale);
+            baked.rotation = (baked.rotation * dr).normalize();
+        }
+        let cpu = store.get::<EntityTransform>(e).unwrap().0;
+        assert!(
+            cpu.translation.distance(baked.translation) < 1e-4,
+            "{}: {} vs {}",
+            clip.name(),
+            cpu.translation,
+            baked.translation
+        );
+        assert!(cpu.rotation.dot(baked.rotation).abs() > 1.0 - 1e-6);
+        // 2.5 s at 1.4 m/s (walk) or 3.5 m/s (run), scaled by 1.5.
+        assert!(cpu.translation.distance(start.translation) > 4.0);
+    }
+}

@@ -9,56 +9,13 @@ use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
 use sinew_jobs::builtin::{self, BakedCharacter};
 use sinew_jobs::component::{
-    AnimationToProcess, Animations, BlendMode, EntityTransform, FrameSlot, LayerWeights, RigRef,
-    RootMotion, SamplingCursors, SkinRef,
+    AnimationToProcess, Animations, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors,
+    SkinRef,
 };
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::pipeline::PipelineConfig;
 use sinew_runtime::store::{Entity, Store};
 use std::sync::Arc;
-
-type Bundle = (
-    RigRef,
-    Animations,
-    LayerWeights,
-    FrameSlot,
-    SamplingCursors,
-    SkinRef,
-    EntityTransform,
-    RootMotion,
-);
-
-fn character(c: &BakedCharacter, i: usize) -> Bundle {
-    let t = i as f32 * 0.137;
-    let r = (i % 7) as f32 / 6.0;
-    let mut anims = vec![
-        AnimationToProcess::new(c.walk.clone())
-            .at(t)
-            .weight(1.0 - r),
-        AnimationToProcess::new(c.run.clone()).at(t * 0.7).weight(r),
-        AnimationToProcess::new(c.breathe.clone())
-            .at(t * 1.3)
-            .layer(2, BlendMode::Additive),
-    ];
-    if i.is_multiple_of(3) {
-        anims.push(
-            AnimationToProcess::new(c.wave.clone())
-                .at(t)
-                .layer(1, BlendMode::Override)
-                .mask(c.upper_body_mask.clone()),
-        );
-    }
-    (
-        RigRef(c.rig.clone()),
-        Animations::new(anims),
-        LayerWeights::default(),
-        FrameSlot::default(),
-        SamplingCursors::default(),
-        SkinRef::new(c.mesh.clone()),
-        EntityTransform::default(),
-        RootMotion::default(),
-    )
-}
 
 fn run_crowd(c: &BakedCharacter, n: usize, threads: usize, frames: usize) -> Vec<PaletteEntry> {
     let pool = rayon::ThreadPoolBuilder::new()
@@ -67,7 +24,9 @@ fn run_crowd(c: &BakedCharacter, n: usize, threads: usize, frames: usize) -> Vec
         .unwrap();
     pool.install(|| {
         let mut store = Store::new();
-        store.spawn_batch((0..n).map(|i| character(c, i))).unwrap();
+        store
+            .spawn_batch((0..n).map(|i| c.crowd_member(i)))
+            .unwrap();
         let mut animator = Animator::new(&mut store).unwrap();
         let mut palette = vec![[0.0; 12]; n * c.mesh.bone_count()];
         for _ in 0..frames {
@@ -162,7 +121,7 @@ fn structural_changes_keep_every_result_correct() {
 
     let mut store = Store::new();
     let mut entities = store
-        .spawn_batch((0..200).map(|i| character(&c, i)))
+        .spawn_batch((0..200).map(|i| c.crowd_member(i)))
         .unwrap();
     let mut animator = Animator::new(&mut store).unwrap();
     for _ in 0..3 {
@@ -173,7 +132,7 @@ fn structural_changes_keep_every_result_correct() {
     // Despawn 10 % and spawn as many new ones, change some clips, swap some meshes.
     for k in (0..entities.len()).step_by(10) {
         store.despawn(entities[k]).unwrap();
-        entities[k] = store.spawn(character(&c, 1000 + k)).unwrap();
+        entities[k] = store.spawn(c.crowd_member(1000 + k)).unwrap();
     }
     for k in (3..entities.len()).step_by(9) {
         store.get_mut::<Animations>(entities[k]).unwrap().set(vec![

@@ -14,6 +14,15 @@ pub const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 /// Depth format.
 pub const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 
+/// Another renderer's colour and depth targets, for [`BakedRenderer::encode_over`].
+#[derive(Clone, Copy, Debug)]
+pub struct DrawTarget<'a> {
+    /// Colour target view.
+    pub color: &'a wgpu::TextureView,
+    /// Depth target view ([`DEPTH_FORMAT`]).
+    pub depth: &'a wgpu::TextureView,
+}
+
 /// What one [`BakedRenderer::render`] cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FrameTiming {
@@ -52,6 +61,22 @@ impl BakedRenderer {
         anim: &BakedAnimationGpu,
         width: u32,
         height: u32,
+    ) -> Result<Self, GpuError> {
+        Self::with_color_format(ctx, anim, width, height, COLOR_FORMAT)
+    }
+
+    /// As [`BakedRenderer::new`] with a pipeline for colour targets of `format` (its own
+    /// target too), so that [`BakedRenderer::encode_over`] can draw into another renderer's
+    /// target, e.g. [`crate::render::CrowdRenderer`]'s `Rgba8UnormSrgb`.
+    ///
+    /// # Errors
+    /// As [`BakedRenderer::new`].
+    pub fn with_color_format(
+        ctx: &GpuContext,
+        anim: &BakedAnimationGpu,
+        width: u32,
+        height: u32,
+        format: wgpu::TextureFormat,
     ) -> Result<Self, GpuError> {
         if width == 0 || height == 0 {
             return Err(GpuError::InvalidInput {
@@ -126,7 +151,7 @@ impl BakedRenderer {
                     entry_point: Some("fs_main"),
                     compilation_options: Default::default(),
                     targets: &[Some(wgpu::ColorTargetState {
-                        format: COLOR_FORMAT,
+                        format,
                         blend: None,
                         write_mask: wgpu::ColorWrites::ALL,
                     })],
@@ -177,7 +202,7 @@ impl BakedRenderer {
         };
         let color = target(
             "baked colour",
-            COLOR_FORMAT,
+            format,
             wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
         );
         let depth = target(
@@ -343,50 +368,101 @@ impl BakedRenderer {
                         beginning_of_pass_write_index: Some(0),
                         end_of_pass_write_index: Some(1),
                     });
-            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-                label: Some("baked crowd"),
-                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &self.color_view,
-                    depth_slice: None,
-                    resolve_target: None,
-                    ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(wgpu::Color {
-                            r: 0.55,
-                            g: 0.65,
-                            b: 0.75,
-                            a: 1.0,
-                        }),
-                        store: wgpu::StoreOp::Store,
-                    },
-                })],
-                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &self.depth_view,
-                    depth_ops: Some(wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(1.0),
-                        store: wgpu::StoreOp::Discard,
-                    }),
-                    stencil_ops: None,
-                }),
+            self.record_pass(
+                anim,
+                &mut encoder,
+                &self.color_view,
+                &self.depth_view,
+                true,
                 timestamp_writes,
-                occlusion_query_set: None,
-                multiview_mask: None,
-            });
-            if let Some(inst) = &self.instances
-                && self.instance_count > 0
-            {
-                pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, &self.bind_group, &[]);
-                pass.set_vertex_buffer(0, anim.vertices.slice(..));
-                pass.set_vertex_buffer(1, inst.slice(..));
-                pass.set_index_buffer(anim.indices.slice(..), wgpu::IndexFormat::Uint32);
-                pass.draw_indexed(0..anim.index_count, 0, 0..self.instance_count);
-            }
+            );
         }
         if let Some((qs, resolve, read)) = &self.queries {
             encoder.resolve_query_set(qs, 0..2, resolve, 0);
             encoder.copy_buffer_to_buffer(resolve, 0, read, 0, 16);
         }
         ctx.queue.submit([encoder.finish()])
+    }
+
+    /// Records a draw of every instance at global time `time` through `view_proj` into
+    /// another renderer's targets, keeping what they hold (colour and depth loaded, depth
+    /// tested and written): both tiers of a level-of-detail crowd end up in one image,
+    /// correctly occluded. `target.color` must have this renderer's colour format (see
+    /// [`BakedRenderer::with_color_format`]) and `target.depth` [`DEPTH_FORMAT`], both of this
+    /// renderer's size. Queues the uniform write; submit `encoder` afterwards.
+    pub fn encode_over(
+        &self,
+        ctx: &GpuContext,
+        anim: &BakedAnimationGpu,
+        encoder: &mut wgpu::CommandEncoder,
+        target: DrawTarget<'_>,
+        view_proj: Mat4,
+        time: f32,
+    ) {
+        let globals = anim.globals(view_proj, time, self.instance_count);
+        ctx.queue
+            .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&globals));
+        self.record_pass(anim, encoder, target.color, target.depth, false, None);
+    }
+
+    /// The render pass: clears (`clear`) or loads the targets, then one instanced draw.
+    fn record_pass(
+        &self,
+        anim: &BakedAnimationGpu,
+        encoder: &mut wgpu::CommandEncoder,
+        color: &wgpu::TextureView,
+        depth: &wgpu::TextureView,
+        clear: bool,
+        timestamp_writes: Option<wgpu::RenderPassTimestampWrites<'_>>,
+    ) {
+        let (color_load, depth_load, depth_store) = if clear {
+            let sky = wgpu::Color {
+                r: 0.55,
+                g: 0.65,
+                b: 0.75,
+                a: 1.0,
+            };
+            (
+                wgpu::LoadOp::Clear(sky),
+                wgpu::LoadOp::Clear(1.0),
+                wgpu::StoreOp::Discard,
+            )
+        } else {
+            (wgpu::LoadOp::Load, wgpu::LoadOp::Load, wgpu::StoreOp::Store)
+        };
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("baked crowd"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: color,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: color_load,
+                    store: wgpu::StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: depth,
+                depth_ops: Some(wgpu::Operations {
+                    load: depth_load,
+                    store: depth_store,
+                }),
+                stencil_ops: None,
+            }),
+            timestamp_writes,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        if let Some(inst) = &self.instances
+            && self.instance_count > 0
+        {
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.set_vertex_buffer(0, anim.vertices.slice(..));
+            pass.set_vertex_buffer(1, inst.slice(..));
+            pass.set_index_buffer(anim.indices.slice(..), wgpu::IndexFormat::Uint32);
+            pass.draw_indexed(0..anim.index_count, 0, 0..self.instance_count);
+        }
     }
 
     /// Reads the colour target back as tightly packed RGBA8 rows (blocking).

@@ -47,6 +47,10 @@ use crate::asset::{
     AssetRegistry, AvatarMask, BakeError, Clip, RawAvatarMask, RawClip, RawRig, RawSkinnedMesh,
     Rig, SkinnedMesh,
 };
+use crate::component::{
+    AnimationToProcess, Animations, BlendMode, EntityTransform, FrameSlot, LayerWeights, RigRef,
+    RootMotion, SamplingCursors, SkinRef,
+};
 use std::sync::Arc;
 
 /// The editable (`Raw*`) assets of the built-in character.
@@ -91,6 +95,59 @@ pub struct BakedCharacter {
     pub breathe: Arc<Clip>,
     /// The upper-body mask.
     pub upper_body_mask: Arc<AvatarMask>,
+}
+
+/// The components of one member of [`BakedCharacter::crowd_member`]'s reference crowd.
+pub type CrowdMember = (
+    RigRef,
+    Animations,
+    LayerWeights,
+    FrameSlot,
+    SamplingCursors,
+    SkinRef,
+    EntityTransform,
+    RootMotion,
+);
+
+impl BakedCharacter {
+    /// Member `i` of the reference crowd that the crowd tests and the pipeline benches animate:
+    /// walk and run blended by `r = (i mod 7) / 6` (weights `1 − r` and `r`, times `0.137·i`
+    /// and `0.7` of it), breathing on additive layer 2 (time `1.3 · 0.137·i`) and, for every
+    /// third member, the wave on override layer 1 masked to the upper body; root motion on,
+    /// entity at the origin. Deterministic in `i`.
+    pub fn crowd_member(&self, i: usize) -> CrowdMember {
+        let t = i as f32 * 0.137;
+        let r = (i % 7) as f32 / 6.0;
+        let mut anims = vec![
+            AnimationToProcess::new(self.walk.clone())
+                .at(t)
+                .weight(1.0 - r),
+            AnimationToProcess::new(self.run.clone())
+                .at(t * 0.7)
+                .weight(r),
+            AnimationToProcess::new(self.breathe.clone())
+                .at(t * 1.3)
+                .layer(2, BlendMode::Additive),
+        ];
+        if i.is_multiple_of(3) {
+            anims.push(
+                AnimationToProcess::new(self.wave.clone())
+                    .at(t)
+                    .layer(1, BlendMode::Override)
+                    .mask(self.upper_body_mask.clone()),
+            );
+        }
+        (
+            RigRef(self.rig.clone()),
+            Animations::new(anims),
+            LayerWeights::default(),
+            FrameSlot::default(),
+            SamplingCursors::default(),
+            SkinRef::new(self.mesh.clone()),
+            EntityTransform::default(),
+            RootMotion::default(),
+        )
+    }
 }
 
 /// Builds the built-in character's editable assets. Deterministic.
