@@ -11,12 +11,13 @@
 //! where the total weight stays below 1 the rest pose fills the remainder. Rotations come out
 //! as unit quaternions.
 
+use crate::asset::KeyGrid;
 use crate::asset::{KeySpan, Rig, Transform};
 #[cfg(doc)]
 use crate::component::SAMPLING_BATCH;
 use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 use crate::error::JobError;
-use crate::math::soa::{LANES, SoaLayerSum};
+use crate::math::soa::{LANES, SingleLayer, blend_block};
 use crate::math::{LayerSum, PoseAccumulator, additive_apply};
 
 /// What the per-bone phase needs of one entity.
@@ -190,6 +191,9 @@ pub fn sample_blend_entity(e: &EntitySampling<'_>, spans: &[KeySpan], out: &mut 
     }
 }
 
+/// Most animations the SoA path blends per entity (more take the per-bone path).
+const MAX_GRID_ANIMATIONS: usize = 8;
+
 /// The SoA path: one override layer, no masks, every weighted clip on a shared time grid.
 /// Returns `false` (having written nothing, or only what the caller overwrites) otherwise.
 /// Computes what [`sample_blend_bone`] computes, [`LANES`] bones at a time.
@@ -203,18 +207,30 @@ fn sample_blend_entity_grid(
         return false;
     };
     let blocks = out.len().div_ceil(LANES);
-    let mut first = None;
+    let spans = spans.get(e.span_offset as usize..).unwrap_or(&[]);
+    // The weighted animations: grid, span, weight; their weight sum in animation order.
+    let mut playing: [Option<(&KeyGrid, KeySpan, f32)>; MAX_GRID_ANIMATIONS] =
+        [None; MAX_GRID_ANIMATIONS];
+    let (mut n, mut weight_sum, mut span_base) = (0usize, 0.0f32, 0usize);
     for a in anims {
         if a.weight > 0.0 {
-            match a.clip.grid() {
-                Some(g) if g.blocks() == blocks => {
-                    first.get_or_insert(g);
-                }
-                _ => return false,
+            let (Some(g), Some(slot)) = (a.clip.grid(), playing.get_mut(n)) else {
+                return false;
+            };
+            if g.blocks() != blocks {
+                return false;
             }
+            let span = spans
+                .get(span_base + g.timeline() as usize)
+                .copied()
+                .unwrap_or_default();
+            *slot = Some((g, span, a.weight));
+            n += 1;
+            weight_sum += a.weight;
         }
+        span_base += a.clip.timelines().len();
     }
-    let Some(first) = first else {
+    let Some(Some((first, span0, w0))) = playing.first().copied() else {
         return false;
     };
     let layer_weight = e
@@ -222,29 +238,19 @@ fn sample_blend_entity_grid(
         .get(usize::from(layer))
         .copied()
         .unwrap_or(0.0);
-    let spans = spans.get(e.span_offset as usize..).unwrap_or(&[]);
+    let single = SingleLayer::new(weight_sum, layer_weight);
     for (b, chunk) in out.chunks_mut(LANES).enumerate() {
-        let mut sum = SoaLayerSum::new();
-        let mut span_base = 0usize;
-        for a in anims {
-            if a.weight > 0.0
-                && let Some(g) = a.clip.grid()
-            {
-                let span = spans
-                    .get(span_base + g.timeline() as usize)
-                    .copied()
-                    .unwrap_or_default();
-                if let Some(p) = g.sample_block(b, &span) {
-                    sum.add(&p, a.weight);
-                }
-            }
-            span_base += a.clip.timelines().len();
-        }
-        let Some(rest) = first.rest_block(b) else {
+        let (Some(rest), Some(k0)) = (first.rest_block(b), first.block_keys(b, &span0, w0)) else {
             return false;
         };
-        sum.finish_single_layer(layer_weight, rest)
-            .write_transforms(chunk);
+        let mut keys = [k0; MAX_GRID_ANIMATIONS];
+        for (k, p) in keys.iter_mut().zip(&playing).take(n).skip(1) {
+            let Some(x) = p.and_then(|(g, span, w)| g.block_keys(b, &span, w)) else {
+                return false;
+            };
+            *k = x;
+        }
+        blend_block(keys.get(..n).unwrap_or(&[]), &single, rest, chunk);
     }
     true
 }

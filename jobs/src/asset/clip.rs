@@ -1,7 +1,7 @@
 use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
-use crate::math::soa::{LANES, SoaTransform};
+use crate::math::soa::{BlockKeys, LANES, SoaTransform};
 use crate::math::{
     Transform, hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
 };
@@ -269,14 +269,22 @@ impl KeyGrid {
         let r0 = self.rows.get(span.k0 as usize * self.blocks + b)?;
         let r1 = self.rows.get(span.k1 as usize * self.blocks + b)?;
         let tracked = *self.rotation_tracked.get(b)?;
-        let rest = self.rest.get(b)?;
-        Some(SoaTransform::lerp_nlerp(
-            r0,
-            r1,
-            span.alpha,
-            tracked,
-            &rest.rotation,
-        ))
+        Some(SoaTransform::lerp_nlerp(r0, r1, span.alpha, tracked))
+    }
+
+    /// The key rows of block `b` around `span`, with weight `w`, for [`blend_block`]
+    /// (`None` for a block or key out of range).
+    ///
+    /// [`blend_block`]: crate::math::soa::blend_block
+    #[inline(always)]
+    pub fn block_keys(&self, b: usize, span: &KeySpan, w: f32) -> Option<BlockKeys<'_>> {
+        Some(BlockKeys {
+            k0: self.rows.get(span.k0 as usize * self.blocks + b)?,
+            k1: self.rows.get(span.k1 as usize * self.blocks + b)?,
+            s: span.alpha,
+            w,
+            tracked: *self.rotation_tracked.get(b)?,
+        })
     }
 
     /// Builds the grid when every bone channel is LINEAR on one timeline.

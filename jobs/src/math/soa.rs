@@ -10,7 +10,7 @@
 
 use super::Transform;
 use glam::{Quat, Vec3};
-use wide::f32x8;
+use wide::{f32x4, f32x8};
 
 /// Bones per SoA block.
 pub const LANES: usize = 8;
@@ -71,72 +71,224 @@ impl SoaTransform {
     /// Writes the first `out.len()` (at most [`LANES`]) lanes as transforms.
     #[inline(always)]
     pub fn write_transforms(&self, out: &mut [Transform]) {
-        let [tx, ty, tz] = self.translation.map(f32x8::to_array);
-        let [rx, ry, rz, rw] = self.rotation.map(f32x8::to_array);
-        let [sx, sy, sz] = self.scale.map(f32x8::to_array);
-        for (l, o) in out.iter_mut().take(LANES).enumerate() {
-            *o = Transform {
-                translation: Vec3::new(tx[l], ty[l], tz[l]),
-                rotation: Quat::from_xyzw(rx[l], ry[l], rz[l], rw[l]),
-                scale: Vec3::new(sx[l], sy[l], sz[l]),
-            };
+        write_vec3s(&self.translation, out, |o| &mut o.translation);
+        write_vec3s(&self.scale, out, |o| &mut o.scale);
+        let r = &self.rotation;
+        let (x, y, z, w) = (halves(r[0]), halves(r[1]), halves(r[2]), halves(r[3]));
+        for h in 0..2 {
+            let lanes = f32x4::transpose([x[h], y[h], z[h], w[h]]);
+            for (o, v) in out.iter_mut().skip(4 * h).take(4).zip(lanes) {
+                o.rotation = Quat::from_array(v.to_array());
+            }
         }
     }
 
     /// Interpolates between two key rows at fraction `s`: translations and scales lerped,
     /// rotations nlerped along the shortest path (as [`super::nlerp_shortest`]). Lanes whose
-    /// bit in `rotation_tracked` is clear take `rest_rotation` (untracked rotations).
+    /// bit in `rotation_tracked` is clear keep `k0`'s rotation (the grid stores an untracked
+    /// bone's rest rotation there).
     #[inline(always)]
-    pub fn lerp_nlerp(
-        k0: &Self,
-        k1: &Self,
-        s: f32,
-        rotation_tracked: f32x8,
-        rest_rotation: &[f32x8; 4],
-    ) -> Self {
+    pub fn lerp_nlerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
         let s = f32x8::splat(s);
-        let q0 = &k0.rotation;
-        let flip = dot4(q0, &k1.rotation).simd_lt(f32x8::ZERO);
-        let q1 = k1.rotation.map(|c| flip.bitselect(-c, c));
-        let v = [
-            lerp(q0[0], q1[0], s),
-            lerp(q0[1], q1[1], s),
-            lerp(q0[2], q1[2], s),
-            lerp(q0[3], q1[3], s),
-        ];
-        let len_sq = dot4(&v, &v);
-        let ok = len_sq.simd_gt(f32x8::ZERO) & rotation_tracked;
-        let inv = f32x8::ONE / len_sq.sqrt();
-        // Untracked lanes hold the rest rotation in both keys; a zero-length lerp keeps key 0.
-        let fallback = [
-            rotation_tracked.bitselect(q0[0], rest_rotation[0]),
-            rotation_tracked.bitselect(q0[1], rest_rotation[1]),
-            rotation_tracked.bitselect(q0[2], rest_rotation[2]),
-            rotation_tracked.bitselect(q0[3], rest_rotation[3]),
-        ];
         Self {
-            translation: [
-                lerp(k0.translation[0], k1.translation[0], s),
-                lerp(k0.translation[1], k1.translation[1], s),
-                lerp(k0.translation[2], k1.translation[2], s),
-            ],
-            rotation: [
-                ok.bitselect(v[0] * inv, fallback[0]),
-                ok.bitselect(v[1] * inv, fallback[1]),
-                ok.bitselect(v[2] * inv, fallback[2]),
-                ok.bitselect(v[3] * inv, fallback[3]),
-            ],
-            scale: [
-                lerp(k0.scale[0], k1.scale[0], s),
-                lerp(k0.scale[1], k1.scale[1], s),
-                lerp(k0.scale[2], k1.scale[2], s),
-            ],
+            translation: [0, 1, 2].map(|c| lerp(k0.translation[c], k1.translation[c], s)),
+            rotation: nlerp_rotation(&k0.rotation, &k1.rotation, s, rotation_tracked),
+            scale: [0, 1, 2].map(|c| lerp(k0.scale[c], k1.scale[c], s)),
+        }
+    }
+}
+
+/// `q` negated in the lanes where `dot < 0`: one XOR of the sign bit.
+#[inline(always)]
+fn negate_where_negative(dot: f32x8, q: [f32x8; 4]) -> [f32x8; 4] {
+    let sign = dot.simd_lt(f32x8::ZERO) & f32x8::splat(-0.0);
+    let mut out = q;
+    for c in &mut out {
+        *c ^= sign;
+    }
+    out
+}
+
+/// Lane-wise [`super::nlerp_shortest`]; lanes whose bit in `tracked` is clear keep `q0`
+/// (where the grid stores the rest rotation of an untracked bone, in every key).
+#[inline(always)]
+fn nlerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) -> [f32x8; 4] {
+    let q1 = negate_where_negative(dot4(q0, q1), *q1);
+    let mut v = [f32x8::ZERO; 4];
+    for c in 0..4 {
+        v[c] = lerp(q0[c], q1[c], s);
+    }
+    let len_sq = dot4(&v, &v);
+    let ok = len_sq.simd_gt(f32x8::ZERO) & tracked;
+    let inv = f32x8::ONE / len_sq.sqrt();
+    for c in 0..4 {
+        v[c] = ok.bitselect(v[c] * inv, q0[c]);
+    }
+    v
+}
+
+/// One animation's part in a block: the key rows around its time, the fraction between them,
+/// its weight (`> 0`) and which lanes have a rotation track.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockKeys<'a> {
+    /// The earlier key row.
+    pub k0: &'a SoaTransform,
+    /// The later key row.
+    pub k1: &'a SoaTransform,
+    /// Fraction between them.
+    pub s: f32,
+    /// The animation's weight.
+    pub w: f32,
+    /// Lanes with a rotation track (all bits set).
+    pub tracked: f32x8,
+}
+
+/// The per-entity scalars of one unmasked override layer blended over nothing and completed
+/// from the rest pose: what [`super::PoseAccumulator::blend_layer`] and
+/// [`super::PoseAccumulator::finish`] compute from the layer's weight sum `W` and the layer
+/// weight `λ`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SingleLayer {
+    /// `α / W`, the factor on the layer's weighted sum.
+    a: f32,
+    /// `1 − α`.
+    keep: f32,
+    /// `max(1 − α, 0)`, the rest pose's share.
+    missing: f32,
+    /// Whether the result is the rest pose.
+    rest_only: bool,
+}
+
+impl SingleLayer {
+    /// From the layer's weight sum and its layer weight.
+    #[inline]
+    pub fn new(weight_sum: f32, layer_weight: f32) -> Self {
+        let alpha = (layer_weight * weight_sum.min(1.0)).clamp(0.0, 1.0);
+        if alpha <= 0.0 || weight_sum <= 0.0 {
+            return Self {
+                a: 0.0,
+                keep: 1.0,
+                missing: 1.0,
+                rest_only: true,
+            };
+        }
+        let keep = 1.0 - alpha;
+        let weight = 0.0 * keep + alpha;
+        let missing = (1.0 - weight).max(0.0);
+        Self {
+            a: alpha * (1.0 / weight_sum),
+            keep,
+            missing,
+            rest_only: missing >= 1.0,
+        }
+    }
+}
+
+/// Samples and blends one block of [`LANES`] bones from `keys` (one override layer, in
+/// animation order) and writes the first `out.len()` lanes. Translations, rotations and scales
+/// are done one after the other so that the sums stay in registers.
+#[inline(always)]
+pub fn blend_block(
+    keys: &[BlockKeys<'_>],
+    layer: &SingleLayer,
+    rest: &SoaTransform,
+    out: &mut [Transform],
+) {
+    if layer.rest_only {
+        rest.write_transforms(out);
+        return;
+    }
+    let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
+    let m = f32x8::splat(layer.missing);
+    #[inline(always)]
+    fn vec3(
+        keys: &[BlockKeys<'_>],
+        field: impl Fn(&SoaTransform) -> &[f32x8; 3],
+        rest: &[f32x8; 3],
+        layer: &SingleLayer,
+    ) -> [f32x8; 3] {
+        let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
+        let mut acc = [zero; 3];
+        for k in keys {
+            let (s, w) = (f32x8::splat(k.s), f32x8::splat(k.w));
+            let (v0, v1) = (field(k.k0), field(k.k1));
+            for c in 0..3 {
+                acc[c] += lerp(v0[c], v1[c], s) * w;
+            }
+        }
+        for c in 0..3 {
+            acc[c] = zero * keep + acc[c] * a;
+        }
+        if layer.missing > 0.0 {
+            let m = f32x8::splat(layer.missing);
+            for c in 0..3 {
+                acc[c] += rest[c] * m;
+            }
+        }
+        acc
+    }
+    let t = vec3(keys, |t| &t.translation, &rest.translation, layer);
+    write_vec3s(&t, out, |o| &mut o.translation);
+    let s = vec3(keys, |t| &t.scale, &rest.scale, layer);
+    write_vec3s(&s, out, |o| &mut o.scale);
+    let mut sum = [zero; 4];
+    for (i, k) in keys.iter().enumerate() {
+        let mut q = nlerp_rotation(&k.k0.rotation, &k.k1.rotation, f32x8::splat(k.s), k.tracked);
+        if i > 0 {
+            q = negate_where_negative(dot4(&sum, &q), q);
+        }
+        let w = f32x8::splat(k.w);
+        for (r, q) in sum.iter_mut().zip(q) {
+            *r += q * w;
+        }
+    }
+    let mut p = sum;
+    for c in &mut p {
+        *c = zero * keep + *c * a;
+    }
+    if layer.missing > 0.0 {
+        let q = negate_where_negative(dot4(&p, &rest.rotation), rest.rotation);
+        for (r, q) in p.iter_mut().zip(q) {
+            *r += q * m;
+        }
+    }
+    let len_sq = dot4(&p, &p);
+    let ok = len_sq.simd_gt(f32x8::splat(1e-12)) & len_sq.is_finite();
+    let inv = f32x8::ONE / len_sq.sqrt();
+    for c in 0..4 {
+        p[c] = ok.bitselect(p[c] * inv, rest.rotation[c]);
+    }
+    let (x, y, z, w) = (halves(p[0]), halves(p[1]), halves(p[2]), halves(p[3]));
+    for h in 0..2 {
+        let lanes = f32x4::transpose([x[h], y[h], z[h], w[h]]);
+        for (o, v) in out.iter_mut().skip(4 * h).take(4).zip(lanes) {
+            o.rotation = Quat::from_array(v.to_array());
+        }
+    }
+}
+
+/// The two 4-lane halves of an 8-lane vector.
+#[inline(always)]
+fn halves(v: f32x8) -> [f32x4; 2] {
+    bytemuck::cast(v)
+}
+
+/// Writes lanes of three component vectors into a `Vec3` field of each output transform.
+#[inline(always)]
+fn write_vec3s(v: &[f32x8; 3], out: &mut [Transform], field: fn(&mut Transform) -> &mut Vec3) {
+    let (x, y, z) = (halves(v[0]), halves(v[1]), halves(v[2]));
+    for h in 0..2 {
+        let lanes = f32x4::transpose([x[h], y[h], z[h], f32x4::ZERO]);
+        for (o, v) in out.iter_mut().skip(4 * h).take(4).zip(lanes) {
+            let a = v.to_array();
+            *field(o) = Vec3::new(a[0], a[1], a[2]);
         }
     }
 }
 
 /// The weighted sum of one override layer's animations, [`LANES`] bones at once (the SoA twin
-/// of [`super::LayerSum`]; weights are per animation, not per lane: no masks).
+/// of [`super::LayerSum`]; weights are per animation, not per lane: no masks). The reference
+/// for [`blend_block`] in tests.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SoaLayerSum {
     /// Σ wᵢ·poseᵢ, rotations aligned lane by lane to the running sum.
@@ -146,21 +298,14 @@ pub struct SoaLayerSum {
 }
 
 impl SoaLayerSum {
-    /// An empty sum.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Adds `pose` with weight `w` (ignored unless `w > 0`).
-    #[inline(always)]
     pub fn add(&mut self, pose: &SoaTransform, w: f32) {
         if w.is_nan() || w <= 0.0 {
             return;
         }
         let ws = f32x8::splat(w);
         let q = if self.weight > 0.0 {
-            let flip = dot4(&self.pose.rotation, &pose.rotation).simd_lt(f32x8::ZERO);
-            pose.rotation.map(|c| flip.bitselect(-c, c))
+            negate_where_negative(dot4(&self.pose.rotation, &pose.rotation), pose.rotation)
         } else {
             pose.rotation
         };
@@ -173,49 +318,6 @@ impl SoaLayerSum {
             *r += q * ws;
         }
         self.weight += w;
-    }
-
-    /// Blends this layer over nothing with the layer weight `layer_weight` and completes the
-    /// pose from `rest` (what [`super::PoseAccumulator::blend_layer`] followed by
-    /// [`super::PoseAccumulator::finish`] computes for a single override layer).
-    #[inline(always)]
-    pub fn finish_single_layer(&self, layer_weight: f32, rest: &SoaTransform) -> SoaTransform {
-        let alpha = (layer_weight * self.weight.min(1.0)).clamp(0.0, 1.0);
-        if alpha <= 0.0 || self.weight <= 0.0 {
-            return *rest;
-        }
-        let a = f32x8::splat(alpha * (1.0 / self.weight));
-        let zero = f32x8::ZERO;
-        let keep = f32x8::splat(1.0 - alpha);
-        // acc = 0·keep + sum·a, as the scalar accumulator computes it.
-        let mut p = SoaTransform {
-            translation: self.pose.translation.map(|c| zero * keep + c * a),
-            rotation: self.pose.rotation.map(|c| zero * keep + c * a),
-            scale: self.pose.scale.map(|c| zero * keep + c * a),
-        };
-        let weight = 0.0 * (1.0 - alpha) + alpha;
-        let missing = (1.0 - weight).max(0.0);
-        if missing >= 1.0 {
-            return *rest;
-        }
-        if missing > 0.0 {
-            let m = f32x8::splat(missing);
-            let flip = dot4(&p.rotation, &rest.rotation).simd_lt(zero);
-            for (r, q) in p.rotation.iter_mut().zip(rest.rotation) {
-                *r += flip.bitselect(-q, q) * m;
-            }
-            for c in 0..3 {
-                p.translation[c] += rest.translation[c] * m;
-                p.scale[c] += rest.scale[c] * m;
-            }
-        }
-        let len_sq = dot4(&p.rotation, &p.rotation);
-        let ok = len_sq.simd_gt(f32x8::splat(1e-12)) & len_sq.is_finite();
-        let inv = f32x8::ONE / len_sq.sqrt();
-        for (r, q) in p.rotation.iter_mut().zip(rest.rotation) {
-            *r = ok.bitselect(*r * inv, q);
-        }
-        p
     }
 }
 
@@ -249,7 +351,7 @@ mod tests {
         assert_eq!(back.as_slice(), a.as_slice());
         let tracked = f32x8::ZERO.simd_lt(f32x8::ONE);
         for s in [0.0, 0.25, 0.5, 0.99] {
-            let m = SoaTransform::lerp_nlerp(&sa, &sb, s, tracked, &sa.rotation);
+            let m = SoaTransform::lerp_nlerp(&sa, &sb, s, tracked);
             m.write_transforms(&mut back);
             for l in 0..LANES {
                 let r = nlerp_shortest(a[l].rotation, b[l].rotation, s);
@@ -263,23 +365,56 @@ mod tests {
     #[test]
     fn soa_blend_matches_the_scalar_accumulator() {
         let (a, b, rest) = (poses(3), poses(4), poses(5));
-        let mut sum = SoaLayerSum::new();
-        sum.add(&SoaTransform::from_transforms(&a), 0.7);
-        sum.add(&SoaTransform::from_transforms(&b), 0.3);
+        let (sa, sb, sr) = (
+            SoaTransform::from_transforms(&a),
+            SoaTransform::from_transforms(&b),
+            SoaTransform::from_transforms(&rest),
+        );
+        let tracked =
+            f32x8::from([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]).simd_gt(f32x8::splat(0.5));
+        let keys = [
+            BlockKeys {
+                k0: &sa,
+                k1: &sb,
+                s: 0.3,
+                w: 0.7,
+                tracked,
+            },
+            BlockKeys {
+                k0: &sb,
+                k1: &sa,
+                s: 0.8,
+                w: 0.3,
+                tracked,
+            },
+        ];
+        // The SoA sum of the interpolated poses, for the lanes' expected values.
+        let mut sum = SoaLayerSum::default();
+        let mut samples = Vec::new();
+        for k in &keys {
+            let p = SoaTransform::lerp_nlerp(k.k0, k.k1, k.s, k.tracked);
+            sum.add(&p, k.w);
+            let mut t = [Transform::IDENTITY; LANES];
+            p.write_transforms(&mut t);
+            samples.push(t);
+        }
         for lw in [1.0, 0.6, 0.0] {
-            let out = sum.finish_single_layer(lw, &SoaTransform::from_transforms(&rest));
             let mut back = [Transform::IDENTITY; LANES];
-            out.write_transforms(&mut back);
+            blend_block(&keys, &SingleLayer::new(sum.weight, lw), &sr, &mut back);
             for l in 0..LANES {
                 let mut s = LayerSum::EMPTY;
-                s.add(&a[l], 0.7);
-                s.add(&b[l], 0.3);
+                s.add(&samples[0][l], 0.7);
+                s.add(&samples[1][l], 0.3);
                 let mut acc = PoseAccumulator::EMPTY;
                 acc.blend_layer(&s, (lw * s.weight.min(1.0)).clamp(0.0, 1.0));
                 let e = acc.finish(&rest[l]);
                 assert!((back[l].rotation - e.rotation).length() <= 1e-6, "{lw} {l}");
                 assert!((back[l].translation - e.translation).length() <= 1e-6);
                 assert!((back[l].scale - e.scale).length() <= 1e-6);
+                // Untracked lanes keep key 0's rotation before blending.
+                if l == 1 || l == 4 {
+                    assert_eq!(samples[0][l].rotation, a[l].rotation);
+                }
             }
         }
     }
