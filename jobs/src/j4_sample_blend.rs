@@ -11,13 +11,12 @@
 //! where the total weight stays below 1 the rest pose fills the remainder. Rotations come out
 //! as unit quaternions.
 
-use crate::asset::KeyGrid;
 use crate::asset::{KeySpan, Rig, Transform};
 #[cfg(doc)]
 use crate::component::SAMPLING_BATCH;
 use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 use crate::error::JobError;
-use crate::math::soa::{LANES, SingleLayer, blend_block};
+use crate::math::soa::{BlockKeys, LANES, SingleLayer, blend_block};
 use crate::math::{LayerSum, PoseAccumulator, additive_apply};
 
 /// What the per-bone phase needs of one entity.
@@ -208,13 +207,13 @@ fn sample_blend_entity_grid(
     };
     let blocks = out.len().div_ceil(LANES);
     let spans = spans.get(e.span_offset as usize..).unwrap_or(&[]);
-    // The weighted animations: grid, span, weight; their weight sum in animation order.
-    let mut playing: [Option<(&KeyGrid, KeySpan, f32)>; MAX_GRID_ANIMATIONS] =
-        [None; MAX_GRID_ANIMATIONS];
+    // The weighted animations' key rows, and their weight sum in animation order.
+    let mut keys: [Option<BlockKeys<'_>>; MAX_GRID_ANIMATIONS] = [None; MAX_GRID_ANIMATIONS];
     let (mut n, mut weight_sum, mut span_base) = (0usize, 0.0f32, 0usize);
+    let mut first_grid = None;
     for a in anims {
         if a.weight > 0.0 {
-            let (Some(g), Some(slot)) = (a.clip.grid(), playing.get_mut(n)) else {
+            let (Some(g), Some(slot)) = (a.clip.grid(), keys.get_mut(n)) else {
                 return false;
             };
             if g.blocks() != blocks {
@@ -224,15 +223,21 @@ fn sample_blend_entity_grid(
                 .get(span_base + g.timeline() as usize)
                 .copied()
                 .unwrap_or_default();
-            *slot = Some((g, span, a.weight));
+            let Some(k) = g.keys_at(&span, a.weight) else {
+                return false;
+            };
+            *slot = Some(k);
+            first_grid.get_or_insert(g);
             n += 1;
             weight_sum += a.weight;
         }
         span_base += a.clip.timelines().len();
     }
-    let Some(Some((first, span0, w0))) = playing.first().copied() else {
+    let (Some(grid), Some(Some(k0))) = (first_grid, keys.first().copied()) else {
         return false;
     };
+    let keys = keys.map(|k| k.unwrap_or(k0));
+    let keys = keys.get(..n).unwrap_or(&[]);
     let layer_weight = e
         .layer_weights
         .get(usize::from(layer))
@@ -240,17 +245,10 @@ fn sample_blend_entity_grid(
         .unwrap_or(0.0);
     let single = SingleLayer::new(weight_sum, layer_weight);
     for (b, chunk) in out.chunks_mut(LANES).enumerate() {
-        let (Some(rest), Some(k0)) = (first.rest_block(b), first.block_keys(b, &span0, w0)) else {
+        let Some(rest) = grid.rest_block(b) else {
             return false;
         };
-        let mut keys = [k0; MAX_GRID_ANIMATIONS];
-        for (k, p) in keys.iter_mut().zip(&playing).take(n).skip(1) {
-            let Some(x) = p.and_then(|(g, span, w)| g.block_keys(b, &span, w)) else {
-                return false;
-            };
-            *k = x;
-        }
-        blend_block(keys.get(..n).unwrap_or(&[]), &single, rest, chunk);
+        blend_block(keys, b, &single, rest, chunk);
     }
     true
 }

@@ -272,18 +272,22 @@ impl KeyGrid {
         Some(SoaTransform::lerp_nlerp(r0, r1, span.alpha, tracked))
     }
 
-    /// The key rows of block `b` around `span`, with weight `w`, for [`blend_block`]
-    /// (`None` for a block or key out of range).
+    /// The key rows around `span`, with weight `w`, for [`blend_block`] (`None` for a key
+    /// out of range).
     ///
     /// [`blend_block`]: crate::math::soa::blend_block
-    #[inline(always)]
-    pub fn block_keys(&self, b: usize, span: &KeySpan, w: f32) -> Option<BlockKeys<'_>> {
+    #[inline]
+    pub fn keys_at(&self, span: &KeySpan, w: f32) -> Option<BlockKeys<'_>> {
+        let row = |k: u32| {
+            let start = k as usize * self.blocks;
+            self.rows.get(start..start + self.blocks)
+        };
         Some(BlockKeys {
-            k0: self.rows.get(span.k0 as usize * self.blocks + b)?,
-            k1: self.rows.get(span.k1 as usize * self.blocks + b)?,
+            k0: row(span.k0)?,
+            k1: row(span.k1)?,
             s: span.alpha,
             w,
-            tracked: *self.rotation_tracked.get(b)?,
+            tracked: &self.rotation_tracked,
         })
     }
 

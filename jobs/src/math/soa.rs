@@ -9,7 +9,7 @@
 //! 1e-6 so that other targets' glam backends may round differently).
 
 use super::Transform;
-use glam::{Quat, Vec3};
+use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
 use wide::{f32x4, f32x8};
 
 /// Bones per SoA block.
@@ -127,20 +127,21 @@ fn nlerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
     v
 }
 
-/// One animation's part in a block: the key rows around its time, the fraction between them,
-/// its weight (`> 0`) and which lanes have a rotation track.
+/// One animation's part in an entity's blend: the key rows around its time (one
+/// [`SoaTransform`] per block of [`LANES`] bones), the fraction between them, its weight
+/// (`> 0`) and, per block, which lanes have a rotation track.
 #[derive(Clone, Copy, Debug)]
 pub struct BlockKeys<'a> {
     /// The earlier key row.
-    pub k0: &'a SoaTransform,
+    pub k0: &'a [SoaTransform],
     /// The later key row.
-    pub k1: &'a SoaTransform,
+    pub k1: &'a [SoaTransform],
     /// Fraction between them.
     pub s: f32,
     /// The animation's weight.
     pub w: f32,
-    /// Lanes with a rotation track (all bits set).
-    pub tracked: f32x8,
+    /// Lanes with a rotation track (all bits set), per block.
+    pub tracked: &'a [f32x8],
 }
 
 /// The per-entity scalars of one unmasked override layer blended over nothing and completed
@@ -184,12 +185,14 @@ impl SingleLayer {
     }
 }
 
-/// Samples and blends one block of [`LANES`] bones from `keys` (one override layer, in
+/// Samples and blends block `b` ([`LANES`] bones) from `keys` (one override layer, in
 /// animation order) and writes the first `out.len()` lanes. Translations, rotations and scales
-/// are done one after the other so that the sums stay in registers.
+/// are done one after the other so that the sums stay in registers. An animation whose rows
+/// lack block `b` is skipped.
 #[inline(always)]
 pub fn blend_block(
     keys: &[BlockKeys<'_>],
+    b: usize,
     layer: &SingleLayer,
     rest: &SoaTransform,
     out: &mut [Transform],
@@ -203,6 +206,7 @@ pub fn blend_block(
     #[inline(always)]
     fn vec3(
         keys: &[BlockKeys<'_>],
+        b: usize,
         field: impl Fn(&SoaTransform) -> &[f32x8; 3],
         rest: &[f32x8; 3],
         layer: &SingleLayer,
@@ -210,8 +214,11 @@ pub fn blend_block(
         let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
         let mut acc = [zero; 3];
         for k in keys {
+            let (Some(r0), Some(r1)) = (k.k0.get(b), k.k1.get(b)) else {
+                continue;
+            };
             let (s, w) = (f32x8::splat(k.s), f32x8::splat(k.w));
-            let (v0, v1) = (field(k.k0), field(k.k1));
+            let (v0, v1) = (field(r0), field(r1));
             for c in 0..3 {
                 acc[c] += lerp(v0[c], v1[c], s) * w;
             }
@@ -227,14 +234,19 @@ pub fn blend_block(
         }
         acc
     }
-    let t = vec3(keys, |t| &t.translation, &rest.translation, layer);
+    let t = vec3(keys, b, |t| &t.translation, &rest.translation, layer);
     write_vec3s(&t, out, |o| &mut o.translation);
-    let s = vec3(keys, |t| &t.scale, &rest.scale, layer);
+    let s = vec3(keys, b, |t| &t.scale, &rest.scale, layer);
     write_vec3s(&s, out, |o| &mut o.scale);
     let mut sum = [zero; 4];
-    for (i, k) in keys.iter().enumerate() {
-        let mut q = nlerp_rotation(&k.k0.rotation, &k.k1.rotation, f32x8::splat(k.s), k.tracked);
-        if i > 0 {
+    let mut first = true;
+    for k in keys {
+        let (Some(r0), Some(r1), Some(&tracked)) = (k.k0.get(b), k.k1.get(b), k.tracked.get(b))
+        else {
+            continue;
+        };
+        let mut q = nlerp_rotation(&r0.rotation, &r1.rotation, f32x8::splat(k.s), tracked);
+        if !std::mem::replace(&mut first, false) {
             q = negate_where_negative(dot4(&sum, &q), q);
         }
         let w = f32x8::splat(k.w);
@@ -321,6 +333,44 @@ impl SoaLayerSum {
     }
 }
 
+/// Four local transforms as affine matrices `T · R · S`, computed four at a time (the same
+/// operations in the same order as glam's `Affine3A::from_scale_rotation_translation`, so the
+/// results are identical). Lanes past `t.len()` are the identity.
+#[inline(always)]
+pub fn trs_to_affine4(t: &[Transform]) -> [Affine3A; 4] {
+    let get = |l: usize| t.get(l).copied().unwrap_or(Transform::IDENTITY);
+    let tr = [get(0), get(1), get(2), get(3)];
+    let [x, y, z, w] = f32x4::transpose([
+        f32x4::from(tr[0].rotation.to_array()),
+        f32x4::from(tr[1].rotation.to_array()),
+        f32x4::from(tr[2].rotation.to_array()),
+        f32x4::from(tr[3].rotation.to_array()),
+    ]);
+    let s4 = |v: Vec3| f32x4::new([v.x, v.y, v.z, 0.0]);
+    let [sx, sy, sz, _] = f32x4::transpose([
+        s4(tr[0].scale),
+        s4(tr[1].scale),
+        s4(tr[2].scale),
+        s4(tr[3].scale),
+    ]);
+    let (x2, y2, z2) = (x + x, y + y, z + z);
+    let (xx, xy, xz) = (x * x2, x * y2, x * z2);
+    let (yy, yz, zz) = (y * y2, y * z2, z * z2);
+    let (wx, wy, wz) = (w * x2, w * y2, w * z2);
+    let one = f32x4::ONE;
+    let cols = |a: f32x4, b: f32x4, c: f32x4, s: f32x4| {
+        f32x4::transpose([a * s, b * s, c * s, f32x4::ZERO]).map(bytemuck::cast::<f32x4, Vec3A>)
+    };
+    let c0 = cols(one - (yy + zz), xy + wz, xz - wy, sx);
+    let c1 = cols(xy - wz, one - (xx + zz), yz + wx, sy);
+    let c2 = cols(xz + wy, yz - wx, one - (xx + yy), sz);
+    let m = |l: usize| Affine3A {
+        matrix3: Mat3A::from_cols(c0[l], c1[l], c2[l]),
+        translation: tr[l].translation.into(),
+    };
+    [m(0), m(1), m(2), m(3)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,7 +442,7 @@ mod tests {
         let mut sum = SoaLayerSum::default();
         let mut samples = Vec::new();
         for k in &keys {
-            let p = SoaTransform::lerp_nlerp(k.k0, k.k1, k.s, k.tracked);
+            let p = SoaTransform::lerp_nlerp(&k.k0[0], &k.k1[0], k.s, k.tracked[0]);
             sum.add(&p, k.w);
             let mut t = [Transform::IDENTITY; LANES];
             p.write_transforms(&mut t);
@@ -400,7 +450,7 @@ mod tests {
         }
         for lw in [1.0, 0.6, 0.0] {
             let mut back = [Transform::IDENTITY; LANES];
-            blend_block(&keys, &SingleLayer::new(sum.weight, lw), &sr, &mut back);
+            blend_block(&keys, 0, &SingleLayer::new(sum.weight, lw), &sr, &mut back);
             for l in 0..LANES {
                 let mut s = LayerSum::EMPTY;
                 s.add(&samples[0][l], 0.7);
@@ -415,6 +465,21 @@ mod tests {
                 if l == 1 || l == 4 {
                     assert_eq!(samples[0][l].rotation, a[l].rotation);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn trs_to_affine4_equals_glam() {
+        let p = poses(9);
+        for n in 0..=4 {
+            let m = trs_to_affine4(&p[..n]);
+            for l in 0..4 {
+                let e = p
+                    .get(l)
+                    .filter(|_| l < n)
+                    .map_or(Affine3A::IDENTITY, |t| t.to_affine());
+                assert_eq!(m[l], e, "{n} {l}");
             }
         }
     }
