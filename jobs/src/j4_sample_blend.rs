@@ -10,6 +10,12 @@
 //! add their clip's difference from its reference pose, masks scale an animation per bone, and
 //! where the total weight stays below 1 the rest pose fills the remainder. Rotations come out
 //! as unit quaternions.
+//!
+//! Entities whose animations are unmasked overrides on one layer over clips with a shared time
+//! grid ([`crate::asset::KeyGrid`]) take the SoA path: [`LANES`] bones per step, two key-row
+//! loads and a lerp/nlerp per clip, one weighted sum and normalisation
+//! ([`crate::math::soa::blend_block`]). It computes what the per-bone path
+//! ([`sample_blend_bone`]) computes, with the same operations in the same order.
 
 use crate::asset::{KeySpan, Rig, Transform};
 #[cfg(doc)]

@@ -413,7 +413,9 @@ pub struct ClipEvent {
 ///
 /// Layout for the sampler: key times live in shared [`Timeline`]s; values are structure of
 /// arrays per type (`Vec3` translations and scales, `Quat` rotations, `f32` curves), each
-/// channel's keys contiguous, tangents in parallel arrays only for Hermite channels.
+/// channel's keys contiguous, tangents in parallel arrays only for Hermite channels. A clip
+/// whose bone channels are all LINEAR on one timeline also carries a [`KeyGrid`] (the same
+/// keys key-major in 8-bone SoA blocks) for the sampling job's SoA path.
 #[derive(Clone, Debug)]
 pub struct Clip {
     name: String,
@@ -942,6 +944,11 @@ impl Clip {
             return 0.0;
         }
         if looping && self.duration > 0.0 {
+            // Already inside the clip (forward playback wrapped by the caller): `rem_euclid`
+            // would return `t` itself; skip its `fmod`.
+            if (0.0..self.duration).contains(&t) {
+                return t;
+            }
             let w = t.rem_euclid(self.duration);
             if w >= self.duration { 0.0 } else { w }
         } else {

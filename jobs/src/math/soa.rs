@@ -422,20 +422,21 @@ mod tests {
         );
         let tracked =
             f32x8::from([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]).simd_gt(f32x8::splat(0.5));
+        let (ra, rb, tr) = ([sa], [sb], [tracked]);
         let keys = [
             BlockKeys {
-                k0: &sa,
-                k1: &sb,
+                k0: &ra,
+                k1: &rb,
                 s: 0.3,
                 w: 0.7,
-                tracked,
+                tracked: &tr,
             },
             BlockKeys {
-                k0: &sb,
-                k1: &sa,
+                k0: &rb,
+                k1: &ra,
                 s: 0.8,
                 w: 0.3,
-                tracked,
+                tracked: &tr,
             },
         ];
         // The SoA sum of the interpolated poses, for the lanes' expected values.
