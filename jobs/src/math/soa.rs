@@ -43,6 +43,7 @@ impl SoaTransform {
     pub fn from_transforms(t: &[Transform]) -> Self {
         let mut a = [[0.0f32; LANES]; 10];
         for l in 0..LANES {
+            // (Lane-major input, component-major output: an index loop reads best.)
             let x = t.get(l).copied().unwrap_or(Transform::IDENTITY);
             let v = [
                 x.translation.x,
@@ -56,8 +57,8 @@ impl SoaTransform {
                 x.scale.y,
                 x.scale.z,
             ];
-            for (c, value) in v.into_iter().enumerate() {
-                a[c][l] = value;
+            for (row, value) in a.iter_mut().zip(v) {
+                row[l] = value;
             }
         }
         let v = a.map(f32x8::from);
@@ -223,8 +224,8 @@ pub fn blend_block(
                 acc[c] += lerp(v0[c], v1[c], s) * w;
             }
         }
-        for c in 0..3 {
-            acc[c] = zero * keep + acc[c] * a;
+        for c in &mut acc {
+            *c = zero * keep + *c * a;
         }
         if layer.missing > 0.0 {
             let m = f32x8::splat(layer.missing);
@@ -267,8 +268,8 @@ pub fn blend_block(
     let len_sq = dot4(&p, &p);
     let ok = len_sq.simd_gt(f32x8::splat(1e-12)) & len_sq.is_finite();
     let inv = f32x8::ONE / len_sq.sqrt();
-    for c in 0..4 {
-        p[c] = ok.bitselect(p[c] * inv, rest.rotation[c]);
+    for (c, r) in p.iter_mut().zip(rest.rotation) {
+        *c = ok.bitselect(*c * inv, r);
     }
     let (x, y, z, w) = (halves(p[0]), halves(p[1]), halves(p[2]), halves(p[3]));
     for h in 0..2 {
@@ -475,12 +476,12 @@ mod tests {
         let p = poses(9);
         for n in 0..=4 {
             let m = trs_to_affine4(&p[..n]);
-            for l in 0..4 {
+            for (l, got) in m.iter().enumerate() {
                 let e = p
                     .get(l)
                     .filter(|_| l < n)
                     .map_or(Affine3A::IDENTITY, |t| t.to_affine());
-                assert_eq!(m[l], e, "{n} {l}");
+                assert_eq!(*got, e, "{n} {l}");
             }
         }
     }
