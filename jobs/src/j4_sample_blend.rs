@@ -1,5 +1,5 @@
-//! Job 4, sampling and blending: every bone of every entity, data-parallel in batches of
-//! [`SAMPLING_BATCH`] bones.
+//! Job 4, sampling and blending: every bone of every entity, data-parallel over runs of
+//! whole entities of about [`SAMPLING_BATCH`] bones.
 //!
 //! Two phases. [`resolve_spans`] runs once per entity: for each playing animation it wraps
 //! the time into the clip and locates the keys around it on each of the clip's timelines,
@@ -10,15 +10,20 @@
 //! add their clip's difference from its reference pose, masks scale an animation per bone, and
 //! where the total weight stays below 1 the rest pose fills the remainder. Rotations come out
 //! as unit quaternions.
+//!
+//! Entities whose animations are unmasked overrides on one layer over clips with a shared time
+//! grid ([`crate::asset::KeyGrid`]) take the SoA path: [`LANES`] bones per step, two key-row
+//! loads and a lerp/nlerp per clip, one weighted sum and normalisation
+//! ([`crate::math::soa::blend_block`]). It computes what the per-bone path
+//! ([`sample_blend_bone`]) computes, with the same operations in the same order.
 
 use crate::asset::{KeySpan, Rig, Transform};
 #[cfg(doc)]
 use crate::component::SAMPLING_BATCH;
 use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
-use crate::error::{JobError, check_len};
-use crate::frame::BoneSlot;
+use crate::error::JobError;
+use crate::math::soa::{BlockKeys, LANES, SingleLayer, blend_block};
 use crate::math::{LayerSum, PoseAccumulator, additive_apply};
-use rayon::prelude::*;
 
 /// What the per-bone phase needs of one entity.
 #[derive(Clone, Copy, Debug)]
@@ -31,6 +36,8 @@ pub struct EntitySampling<'a> {
     pub layer_weights: [f32; MAX_LAYERS],
     /// First span of the entity in the frame's span buffer.
     pub span_offset: u32,
+    /// Flat index of the entity's bone 0 in the output.
+    pub bone_offset: u32,
 }
 
 impl EntitySampling<'_> {
@@ -73,34 +80,39 @@ pub fn resolve_spans(
     }
 }
 
-/// Phase two: samples and blends every flat bone.
+/// Phase two: samples and blends every bone of every entity.
 ///
-/// Inputs: the per-entity table, the bone table (job 3), the spans of phase one. Output: one
-/// local [`Transform`] per flat bone.
+/// Inputs: the per-entity table (with each entity's first flat bone) and the spans of phase
+/// one. Output: one local [`Transform`] per flat bone. Parallel over entities (whole entities
+/// per task, about [`SampleBlendJob::batch`] bones each): an entity whose animations are
+/// unmasked overrides on one layer over clips with a shared time grid ([`Clip::grid`]) is
+/// sampled and blended [`LANES`] bones at a time in SoA; any other entity bone by bone with
+/// [`sample_blend_bone`].
+///
+/// [`Clip::grid`]: crate::asset::Clip::grid
 #[derive(Debug)]
 pub struct SampleBlendJob<'a> {
     /// Per entity, in iteration order (`None` for an entity phase one skipped: its bones
-    /// are left as they were).
+    /// are left as they were). Their bone ranges must be in increasing order.
     pub entities: &'a [Option<EntitySampling<'a>>],
-    /// Flat bone → (entity, bone).
-    pub table: &'a [BoneSlot],
     /// Key spans of every entity (phase one).
     pub spans: &'a [KeySpan],
     /// Output local poses, one per flat bone.
     pub out: &'a mut [Transform],
-    /// Bones per parallel batch (default [`SAMPLING_BATCH`]).
+    /// Bones per parallel task, rounded to whole entities (default [`SAMPLING_BATCH`]).
     pub batch: usize,
 }
 
 impl SampleBlendJob<'_> {
-    /// Checks lengths, entity and bone indices, and that every entity's spans fit.
+    /// Checks, per entity, that its bone range lies in `out` after the previous entity's and
+    /// that its spans fit (O(entities): bones are not walked).
     ///
     /// # Errors
-    /// [`JobError::LengthMismatch`] when the output and table lengths differ or an entity's
-    /// spans run past the span buffer; [`JobError::BoneOutOfRange`] for a table entry naming
-    /// a missing entity or bone.
+    /// [`JobError::LengthMismatch`] when an entity's bones run past `out` (buffer `"out"`),
+    /// start before the previous entity's end (buffer `"bone offsets"`), or its spans run past
+    /// the span buffer (buffer `"spans"`).
     pub fn validate(&self) -> Result<(), JobError> {
-        check_len("sampling", "out", self.table.len(), self.out.len())?;
+        let mut end = 0usize;
         for e in self.entities.iter().flatten() {
             let need: usize = e.animations.iter().map(|a| a.clip.timelines().len()).sum();
             if e.span_offset as usize + need > self.spans.len() {
@@ -111,52 +123,140 @@ impl SampleBlendJob<'_> {
                     actual: self.spans.len(),
                 });
             }
-        }
-        for s in self.table {
-            let Some(e) = self
-                .entities
-                .get(s.entity as usize)
-                .and_then(Option::as_ref)
-            else {
+            let start = e.bone_offset as usize;
+            if start < end {
                 return Err(JobError::LengthMismatch {
                     job: "sampling",
-                    buffer: "entities",
-                    expected: s.entity as usize + 1,
-                    actual: self.entities.len(),
+                    buffer: "bone offsets",
+                    expected: end,
+                    actual: start,
                 });
-            };
-            if s.bone as usize >= e.rig.bone_count() {
-                return Err(JobError::BoneOutOfRange {
+            }
+            end = start + e.rig.bone_count();
+            if end > self.out.len() {
+                return Err(JobError::LengthMismatch {
                     job: "sampling",
-                    entity: None,
-                    bone: s.bone as usize,
-                    bone_count: e.rig.bone_count(),
+                    buffer: "out",
+                    expected: end,
+                    actual: self.out.len(),
                 });
             }
         }
         Ok(())
     }
 
-    /// Samples and blends, in parallel over batches of `batch` bones.
+    /// Samples and blends, in parallel over runs of whole entities.
     pub fn run(&mut self) {
-        let batch = self.batch.max(1);
-        let (entities, table, spans) = (self.entities, self.table, self.spans);
-        self.out
-            .par_chunks_mut(batch)
-            .zip(table.par_chunks(batch))
-            .for_each(|(out, slots)| {
-                // The fast-path test is per entity: redo it only when the entity changes.
-                let mut current = (u32::MAX, false);
-                for (o, s) in out.iter_mut().zip(slots) {
-                    if let Some(Some(e)) = entities.get(s.entity as usize) {
-                        if current.0 != s.entity {
-                            current = (s.entity, e.single_override_layer());
-                        }
-                        *o = sample_blend_bone_with(e, spans, s.bone as usize, current.1);
-                    }
-                }
-            });
+        run_range(self.entities, self.spans, self.out, 0, self.batch.max(1));
     }
+}
+
+/// Splits the entities in halves (cutting `out`, which starts at flat bone `out_base`, at the
+/// first bone of the right half) until a run has at most `grain` bones or one entity.
+fn run_range(
+    entities: &[Option<EntitySampling<'_>>],
+    spans: &[KeySpan],
+    out: &mut [Transform],
+    out_base: usize,
+    grain: usize,
+) {
+    if entities.len() > 1 && out.len() > grain {
+        let mid = entities.len() / 2;
+        let (left, right) = entities.split_at(mid);
+        let split = right.iter().flatten().next().map_or(out.len(), |e| {
+            (e.bone_offset as usize)
+                .saturating_sub(out_base)
+                .min(out.len())
+        });
+        let (lo, hi) = out.split_at_mut(split);
+        rayon::join(
+            || run_range(left, spans, lo, out_base, grain),
+            || run_range(right, spans, hi, out_base + split, grain),
+        );
+        return;
+    }
+    for e in entities.iter().flatten() {
+        let start = (e.bone_offset as usize).wrapping_sub(out_base);
+        if let Some(piece) = out.get_mut(start..start.saturating_add(e.rig.bone_count())) {
+            sample_blend_entity(e, spans, piece);
+        }
+    }
+}
+
+/// Samples and blends every bone of one entity into `out` (its bones, in rig order): the SoA
+/// grid path when it applies, else bone by bone.
+#[inline]
+pub fn sample_blend_entity(e: &EntitySampling<'_>, spans: &[KeySpan], out: &mut [Transform]) {
+    let simple = e.single_override_layer();
+    if simple && sample_blend_entity_grid(e, spans, out) {
+        return;
+    }
+    for (bone, o) in out.iter_mut().enumerate() {
+        *o = sample_blend_bone_with(e, spans, bone, simple);
+    }
+}
+
+/// Most animations the SoA path blends per entity (more take the per-bone path).
+const MAX_GRID_ANIMATIONS: usize = 8;
+
+/// The SoA path: one override layer, no masks, every weighted clip on a shared time grid.
+/// Returns `false` (having written nothing, or only what the caller overwrites) otherwise.
+/// Computes what [`sample_blend_bone`] computes, [`LANES`] bones at a time.
+fn sample_blend_entity_grid(
+    e: &EntitySampling<'_>,
+    spans: &[KeySpan],
+    out: &mut [Transform],
+) -> bool {
+    let anims = e.animations;
+    let Some(layer) = anims.first().map(|a| a.layer) else {
+        return false;
+    };
+    let blocks = out.len().div_ceil(LANES);
+    let spans = spans.get(e.span_offset as usize..).unwrap_or(&[]);
+    // The weighted animations' key rows, and their weight sum in animation order.
+    let mut keys: [Option<BlockKeys<'_>>; MAX_GRID_ANIMATIONS] = [None; MAX_GRID_ANIMATIONS];
+    let (mut n, mut weight_sum, mut span_base) = (0usize, 0.0f32, 0usize);
+    let mut first_grid = None;
+    for a in anims {
+        if a.weight > 0.0 {
+            let (Some(g), Some(slot)) = (a.clip.grid(), keys.get_mut(n)) else {
+                return false;
+            };
+            if g.blocks() != blocks {
+                return false;
+            }
+            let span = spans
+                .get(span_base + g.timeline() as usize)
+                .copied()
+                .unwrap_or_default();
+            let Some(k) = g.keys_at(&span, a.weight) else {
+                return false;
+            };
+            *slot = Some(k);
+            first_grid.get_or_insert(g);
+            n += 1;
+            weight_sum += a.weight;
+        }
+        span_base += a.clip.timelines().len();
+    }
+    let (Some(grid), Some(Some(k0))) = (first_grid, keys.first().copied()) else {
+        return false;
+    };
+    let keys = keys.map(|k| k.unwrap_or(k0));
+    let keys = keys.get(..n).unwrap_or(&[]);
+    let layer_weight = e
+        .layer_weights
+        .get(usize::from(layer))
+        .copied()
+        .unwrap_or(0.0);
+    let single = SingleLayer::new(weight_sum, layer_weight);
+    for (b, chunk) in out.chunks_mut(LANES).enumerate() {
+        let Some(rest) = grid.rest_block(b) else {
+            return false;
+        };
+        blend_block(keys, b, &single, rest, chunk);
+    }
+    true
 }
 
 /// The common case, in straight-line code: every animation is an unmasked override on one
@@ -197,7 +297,7 @@ pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize)
     sample_blend_bone_with(e, spans, bone, e.single_override_layer())
 }
 
-/// [`sample_blend_bone`] with the entity's fast-path test done by the caller (once per batch).
+/// [`sample_blend_bone`] with the entity's fast-path test done by the caller (once per entity).
 #[inline(always)]
 pub fn sample_blend_bone_with(
     e: &EntitySampling<'_>,

@@ -5,6 +5,7 @@
 use crate::asset::Transform;
 use crate::component::{FrameSlot, RigRef};
 use crate::error::{JobError, check_len};
+use crate::math::soa::trs_to_affine4;
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
 
@@ -74,11 +75,25 @@ impl PropagateJob<'_> {
 }
 
 /// One rig: `model[i] = model[parents[i]] · TRS(local[i])`; `parents[i] < i` or a root.
+/// Local matrices are built four bones at a time ([`trs_to_affine4`], identical to
+/// [`Transform::to_affine`]).
 #[inline]
 pub fn propagate_one(parents: &[u32], local: &[Transform], model: &mut [Affine3A]) {
-    for i in 0..local.len().min(model.len()).min(parents.len()) {
-        let m = local[i].to_affine();
-        let p = parents[i] as usize;
-        model[i] = if p < i { model[p] * m } else { m };
+    let n = local.len().min(model.len()).min(parents.len());
+    let (local, parents) = (&local[..n], &parents[..n]);
+    for (c, (chunk, parents)) in local.chunks(4).zip(parents.chunks(4)).enumerate() {
+        let locals = trs_to_affine4(chunk);
+        for (j, (m, &p)) in locals.iter().zip(parents).enumerate() {
+            let i = 4 * c + j;
+            let p = p as usize;
+            let out = if p < i {
+                model.get(p).map_or(*m, |parent| *parent * *m)
+            } else {
+                *m
+            };
+            if let Some(o) = model.get_mut(i) {
+                *o = out;
+            }
+        }
     }
 }

@@ -45,7 +45,7 @@ pub struct FrameTime {
 /// Options of [`register`].
 #[derive(Clone, Copy, Debug)]
 pub struct PipelineConfig {
-    /// Bones per batch in the sampling job.
+    /// Bones per parallel task in the sampling job (whole entities per task).
     pub sampling_batch: usize,
     /// Whether to add the clock node that advances every animation by [`FrameTime`] before
     /// job 1 (`previous_time := time; time += speed · dt`). Without it the caller sets times.
@@ -316,7 +316,7 @@ impl Node for PerBoneInfoNode {
     }
 }
 
-/// Job 4's node: spans per entity, then every bone in batches.
+/// Job 4's node: spans per entity, then every entity's bones (runs of entities in parallel).
 #[derive(Debug)]
 pub struct SampleBlendNode {
     batch: usize,
@@ -332,7 +332,6 @@ impl Node for SampleBlendNode {
             .read::<Animations>()
             .read::<LayerWeights>()
             .read::<FrameSlot>()
-            .read::<BoneTable>()
             .read::<FrameOffsets>()
             .write::<SamplingCursors>()
             .write::<FrameSpans>()
@@ -350,7 +349,6 @@ impl Node for SampleBlendNode {
             .map_err(node_err)?;
         let chunks = q.chunks();
         let offsets = ctx.resource::<FrameOffsets>().map_err(node_err)?;
-        let table = ctx.resource::<BoneTable>().map_err(node_err)?;
         let mut spans = ctx.resource_mut::<FrameSpans>().map_err(node_err)?;
         let mut poses = ctx.resource_mut::<LocalPoses>().map_err(node_err)?;
         resize_frame_buffer(&mut spans.0, offsets.total.spans as usize);
@@ -407,14 +405,14 @@ impl Node for SampleBlendNode {
                         animations: anims.as_slice(),
                         layer_weights: lw.0,
                         span_offset: o.spans,
+                        bone_offset: o.bones,
                     });
                 }
             });
 
-        // Phase two: every bone, in batches.
+        // Phase two: every entity's bones, runs of whole entities in parallel.
         let mut job = SampleBlendJob {
             entities,
-            table: &table.0,
             spans: &spans.0,
             out: &mut poses.0,
             batch: self.batch,

@@ -13,7 +13,7 @@ use sinew_jobs::component::{
     RigRef, RootMotion, SkinRef,
 };
 use sinew_jobs::error::JobError;
-use sinew_jobs::frame::{BoneSlot, EntityCounts};
+use sinew_jobs::frame::EntityCounts;
 use sinew_jobs::j4_sample_blend::EntitySampling;
 use sinew_jobs::j8_remap_cache::RemapCache;
 use sinew_jobs::{
@@ -191,25 +191,24 @@ fn bone_offsets_rejects_each_bad_binding() {
 }
 
 #[test]
-fn sampling_rejects_bad_tables_and_spans() {
+fn sampling_rejects_bad_ranges_and_spans() {
     let r = rig("a");
     let c = clip(&r, false);
     let anims = [AnimationToProcess::new(c)];
-    let entities = [Some(EntitySampling {
-        rig: &r,
-        animations: &anims,
-        layer_weights: [1.0; 8],
-        span_offset: 0,
-    })];
+    let entity = |bone_offset| {
+        Some(EntitySampling {
+            rig: &r,
+            animations: &anims,
+            layer_weights: [1.0; 8],
+            span_offset: 0,
+            bone_offset,
+        })
+    };
+    let entities = [entity(0)];
     let spans = [KeySpan::default()];
     let mut out = [Transform::IDENTITY; 2];
-    let table = [
-        BoneSlot { entity: 0, bone: 0 },
-        BoneSlot { entity: 0, bone: 1 },
-    ];
     SampleBlendJob {
         entities: &entities,
-        table: &table,
         spans: &spans,
         out: &mut out,
         batch: 16,
@@ -220,18 +219,16 @@ fn sampling_rejects_bad_tables_and_spans() {
     assert!(matches!(
         SampleBlendJob {
             entities: &entities,
-            table: &table,
             spans: &spans,
             out: &mut short,
             batch: 16
         }
         .validate(),
-        Err(JobError::LengthMismatch { .. })
+        Err(JobError::LengthMismatch { buffer: "out", .. })
     ));
     assert!(matches!(
         SampleBlendJob {
             entities: &entities,
-            table: &table,
             spans: &[],
             out: &mut out,
             batch: 16
@@ -242,42 +239,41 @@ fn sampling_rejects_bad_tables_and_spans() {
             ..
         })
     ));
-    let bad_bone = [
-        BoneSlot { entity: 0, bone: 0 },
-        BoneSlot { entity: 0, bone: 9 },
-    ];
+    // Bone ranges past the output, or overlapping the previous entity's.
     assert!(matches!(
         SampleBlendJob {
-            entities: &entities,
-            table: &bad_bone,
+            entities: &[entity(1)],
             spans: &spans,
             out: &mut out,
             batch: 16
         }
         .validate(),
-        Err(JobError::BoneOutOfRange { bone: 9, .. })
+        Err(JobError::LengthMismatch { buffer: "out", .. })
     ));
-    let bad_entity = [
-        BoneSlot { entity: 0, bone: 0 },
-        BoneSlot { entity: 3, bone: 0 },
-    ];
+    let mut four = [Transform::IDENTITY; 4];
     assert!(matches!(
         SampleBlendJob {
-            entities: &entities,
-            table: &bad_entity,
+            entities: &[entity(0), entity(1)],
             spans: &spans,
-            out: &mut out,
+            out: &mut four,
             batch: 16
         }
         .validate(),
         Err(JobError::LengthMismatch {
-            buffer: "entities",
+            buffer: "bone offsets",
             ..
         })
     ));
     SampleBlendJob {
+        entities: &[entity(0), None, entity(2)],
+        spans: &spans,
+        out: &mut four,
+        batch: 16,
+    }
+    .validate()
+    .unwrap();
+    SampleBlendJob {
         entities: &[],
-        table: &[],
         spans: &[],
         out: &mut [],
         batch: 16,

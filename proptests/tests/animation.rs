@@ -6,11 +6,11 @@
 use glam::{Quat, Vec3};
 use proptest::prelude::*;
 use sinew_jobs::asset::{
-    AdditiveReference, BoneIndex, Clip, KeySpan, RawAvatarMask, RawBone, RawBoneTracks, RawClip,
-    RawCurve, RawRig, RawTrack, Rig, Transform,
+    AdditiveReference, BoneIndex, Clip, KeySpan, LinearRotation, RawAvatarMask, RawBone,
+    RawBoneTracks, RawClip, RawCurve, RawRig, RawTrack, Rig, Transform,
 };
 use sinew_jobs::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
-use sinew_jobs::frame::{BoneSlot, EntityCounts};
+use sinew_jobs::frame::EntityCounts;
 use sinew_jobs::j2_prefix_sum::{PrefixSumJob, scan_sequential};
 use sinew_jobs::j4_sample_blend::{
     EntitySampling, SampleBlendJob, resolve_spans, sample_blend_bone,
@@ -118,6 +118,7 @@ fn blend(
         animations: &sorted,
         layer_weights,
         span_offset: 0,
+        bone_offset: 0,
     };
     (0..rig.bone_count())
         .map(|b| sample_blend_bone(&e, &spans, b))
@@ -254,16 +255,28 @@ proptest! {
 
     #[test]
     fn batched_job_equals_the_per_bone_reference(
-        clips in prop::collection::vec(arb_clip(4), 1..3),
+        clips in prop::collection::vec((arb_clip(4), any::<bool>(), 0usize..BONES + 1), 1..3),
         times in prop::collection::vec(0.0f32..4.0, 1..40),
+        weights in (0.0f32..1.0, 0.0f32..1.0, 0.0f32..1.5),
         batch in 1usize..40,
     ) {
+        // Half the clips nlerp their rotations (the SoA grid path), one bone may lose its
+        // rotation track (rest rotation in the grid); the rest take the per-channel path.
         let rig = rig();
-        let clips: Vec<Arc<Clip>> = clips.into_iter().map(|c| Arc::new(c.bake(&rig).unwrap())).collect();
+        let clips: Vec<Arc<Clip>> = clips
+            .into_iter()
+            .map(|(mut c, nlerp, untracked)| {
+                if let Some(b) = c.bones.get_mut(untracked) {
+                    b.rotation = None;
+                }
+                let c = c.bake(&rig).unwrap();
+                Arc::new(if nlerp { c.with_linear_rotation(LinearRotation::Nlerp) } else { c })
+            })
+            .collect();
         let anims: Vec<Vec<AnimationToProcess>> = times.iter().enumerate().map(|(i, &t)| {
             vec![
-                AnimationToProcess::new(clips[i % clips.len()].clone()).at(t).weight(0.6),
-                AnimationToProcess::new(clips[(i + 1) % clips.len()].clone()).at(t * 1.3).weight(0.4),
+                AnimationToProcess::new(clips[i % clips.len()].clone()).at(t).weight(weights.0),
+                AnimationToProcess::new(clips[(i + 1) % clips.len()].clone()).at(t * 1.3).weight(weights.1),
             ]
         }).collect();
         let mut spans = Vec::new();
@@ -275,17 +288,19 @@ proptest! {
             spans.resize(start + need, KeySpan::default());
             resolve_spans(a, &mut SamplingCursors::default(), &mut spans[start..]);
         }
-        let entities: Vec<Option<EntitySampling>> = anims.iter().zip(&offsets).map(|(a, &o)| Some(EntitySampling {
-            rig: &rig, animations: a, layer_weights: [1.0; MAX_LAYERS], span_offset: o,
+        let mut layer_weights = [1.0; MAX_LAYERS];
+        layer_weights[0] = weights.2;
+        let entities: Vec<Option<EntitySampling>> = anims.iter().zip(&offsets).enumerate().map(|(e, (a, &o))| Some(EntitySampling {
+            rig: &rig, animations: a, layer_weights, span_offset: o, bone_offset: (e * BONES) as u32,
         })).collect();
-        let table: Vec<BoneSlot> = (0..anims.len()).flat_map(|e| (0..BONES).map(move |b| BoneSlot { entity: e as u32, bone: b as u32 })).collect();
-        let mut out = vec![Transform::IDENTITY; table.len()];
-        let mut job = SampleBlendJob { entities: &entities, table: &table, spans: &spans, out: &mut out, batch };
+        let mut out = vec![Transform::IDENTITY; anims.len() * BONES];
+        let mut job = SampleBlendJob { entities: &entities, spans: &spans, out: &mut out, batch };
         job.validate().unwrap();
         job.run();
-        for (k, slot) in table.iter().enumerate() {
-            let e = entities[slot.entity as usize].as_ref().unwrap();
-            prop_assert_eq!(out[k], sample_blend_bone(e, &spans, slot.bone as usize));
+        for (k, pose) in out.iter().enumerate() {
+            let e = entities[k / BONES].as_ref().unwrap();
+            let reference = sample_blend_bone(e, &spans, k % BONES);
+            prop_assert!(same_pose(pose, &reference, 1e-6), "{:?} vs {:?}", pose, reference);
         }
     }
 

@@ -1,10 +1,12 @@
 use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
+use crate::math::soa::{BlockKeys, LANES, SoaTransform};
 use crate::math::{
     Transform, hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
 };
 use glam::{Quat, Vec3};
+use wide::f32x8;
 
 /// How values between two keys are computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -229,6 +231,136 @@ pub struct KeySpan {
     pub dt: f32,
 }
 
+/// The keys of a clip whose bone channels all interpolate linearly on one shared timeline
+/// (glTF exporters usually bake every channel on one grid), stored for the SoA sampler: one row
+/// per key, each row [`LANES`]-bone blocks of [`SoaTransform`] (translations, rotations,
+/// scales of every bone, untracked parts holding the rest value). Sampling a block is two
+/// block loads and a lerp/nlerp of [`LANES`] bones at once; the key search happens once per
+/// entity and clip.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyGrid {
+    timeline: u32,
+    blocks: usize,
+    has_rotation: bool,
+    rows: Vec<SoaTransform>,
+    rotation_tracked: Vec<f32x8>,
+    rest: Vec<SoaTransform>,
+}
+
+impl KeyGrid {
+    /// Index of the shared timeline in [`Clip::timelines`].
+    pub fn timeline(&self) -> u32 {
+        self.timeline
+    }
+    /// Number of [`LANES`]-bone blocks (bones rounded up).
+    pub fn blocks(&self) -> usize {
+        self.blocks
+    }
+    /// The rest pose of block `b` (padding lanes are the identity).
+    #[inline(always)]
+    pub fn rest_block(&self, b: usize) -> Option<&SoaTransform> {
+        self.rest.get(b)
+    }
+    /// Samples block `b` at a span of the grid's timeline: translations and scales lerped,
+    /// tracked rotations nlerped (the clip's LINEAR rotations must be
+    /// [`LinearRotation::Nlerp`]; see [`Clip::grid`]), untracked parts at the rest value.
+    #[inline(always)]
+    pub fn sample_block(&self, b: usize, span: &KeySpan) -> Option<SoaTransform> {
+        let r0 = self.rows.get(span.k0 as usize * self.blocks + b)?;
+        let r1 = self.rows.get(span.k1 as usize * self.blocks + b)?;
+        let tracked = *self.rotation_tracked.get(b)?;
+        Some(SoaTransform::lerp_nlerp(r0, r1, span.alpha, tracked))
+    }
+
+    /// The key rows around `span`, with weight `w`, for [`blend_block`] (`None` for a key
+    /// out of range).
+    ///
+    /// [`blend_block`]: crate::math::soa::blend_block
+    #[inline]
+    pub fn keys_at(&self, span: &KeySpan, w: f32) -> Option<BlockKeys<'_>> {
+        let row = |k: u32| {
+            let start = k as usize * self.blocks;
+            self.rows.get(start..start + self.blocks)
+        };
+        Some(BlockKeys {
+            k0: row(span.k0)?,
+            k1: row(span.k1)?,
+            s: span.alpha,
+            w,
+            tracked: &self.rotation_tracked,
+        })
+    }
+
+    /// Builds the grid when every bone channel is LINEAR on one timeline.
+    fn build(
+        bone_channels: &[[Option<Channel>; 3]],
+        timelines: &[Timeline],
+        vec3_values: &[Vec3],
+        quat_values: &[Quat],
+        rest: &[Transform],
+    ) -> Option<Self> {
+        let mut timeline = None;
+        let mut has_rotation = false;
+        for (i, c) in bone_channels.iter().flatten().enumerate() {
+            let Some(c) = c else { continue };
+            if c.interpolation != Interpolation::Linear
+                || *timeline.get_or_insert(c.timeline) != c.timeline
+            {
+                return None;
+            }
+            has_rotation |= i % 3 == 1;
+        }
+        let timeline = timeline?;
+        let keys = timelines.get(timeline as usize)?.times.len();
+        let n = bone_channels.len();
+        let blocks = n.div_ceil(LANES);
+        let mut rows = Vec::with_capacity(keys * blocks);
+        let mut pose = vec![Transform::IDENTITY; blocks * LANES];
+        for k in 0..keys {
+            for (bone, p) in pose.iter_mut().enumerate().take(n) {
+                let r = rest.get(bone).copied().unwrap_or(Transform::IDENTITY);
+                let [t, q, s] = bone_channels.get(bone).copied().unwrap_or([None; 3]);
+                let v3 = |c: Option<Channel>, d: Vec3| {
+                    c.and_then(|c| vec3_values.get(c.first as usize + k).copied())
+                        .unwrap_or(d)
+                };
+                *p = Transform {
+                    translation: v3(t, r.translation),
+                    rotation: q
+                        .and_then(|c| quat_values.get(c.first as usize + k).copied())
+                        .unwrap_or(r.rotation),
+                    scale: v3(s, r.scale),
+                };
+            }
+            rows.extend(pose.chunks(LANES).map(SoaTransform::from_transforms));
+        }
+        let mut rest_padded = vec![Transform::IDENTITY; blocks * LANES];
+        rest_padded[..n.min(rest.len())].copy_from_slice(&rest[..n.min(rest.len())]);
+        let rotation_tracked = (0..blocks)
+            .map(|b| {
+                let lanes: [f32; LANES] = std::array::from_fn(|l| {
+                    let tracked = bone_channels
+                        .get(b * LANES + l)
+                        .is_some_and(|c| c[1].is_some());
+                    if tracked { 1.0 } else { 0.0 }
+                });
+                f32x8::from(lanes).simd_gt(f32x8::splat(0.5))
+            })
+            .collect();
+        Some(Self {
+            timeline,
+            blocks,
+            has_rotation,
+            rows,
+            rotation_tracked,
+            rest: rest_padded
+                .chunks(LANES)
+                .map(SoaTransform::from_transforms)
+                .collect(),
+        })
+    }
+}
+
 /// How LINEAR rotation keys are interpolated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum LinearRotation {
@@ -281,7 +413,9 @@ pub struct ClipEvent {
 ///
 /// Layout for the sampler: key times live in shared [`Timeline`]s; values are structure of
 /// arrays per type (`Vec3` translations and scales, `Quat` rotations, `f32` curves), each
-/// channel's keys contiguous, tangents in parallel arrays only for Hermite channels.
+/// channel's keys contiguous, tangents in parallel arrays only for Hermite channels. A clip
+/// whose bone channels are all LINEAR on one timeline also carries a [`KeyGrid`] (the same
+/// keys key-major in 8-bone SoA blocks) for the sampling job's SoA path.
 #[derive(Clone, Debug)]
 pub struct Clip {
     name: String,
@@ -309,6 +443,7 @@ pub struct Clip {
     root_motion: bool,
     additive_reference: Option<Vec<Transform>>,
     rest_pose: Vec<Transform>,
+    grid: Option<KeyGrid>,
     content_hash: ContentHash,
 }
 
@@ -648,8 +783,16 @@ impl RawClip {
             root_motion: self.root_motion,
             additive_reference: None,
             rest_pose: rig.rest_pose().to_vec(),
+            grid: None,
             content_hash: ContentHash(0),
         };
+        clip.grid = KeyGrid::build(
+            &clip.bone_channels,
+            &clip.timelines,
+            &clip.vec3_values,
+            &clip.quat_values,
+            &clip.rest_pose,
+        );
         if let Some(reference) = &self.additive_reference {
             let poses = match reference {
                 AdditiveReference::RestPose => rig.rest_pose().to_vec(),
@@ -756,6 +899,15 @@ impl Clip {
         self.content_hash
     }
 
+    /// The shared-time-grid layout, when the SoA sampler can use it: every bone channel is
+    /// LINEAR on one timeline, and LINEAR rotations (if any) are nlerped.
+    #[inline]
+    pub fn grid(&self) -> Option<&KeyGrid> {
+        self.grid
+            .as_ref()
+            .filter(|g| !g.has_rotation || self.linear_rotation == LinearRotation::Nlerp)
+    }
+
     /// How LINEAR rotation keys are interpolated.
     pub fn linear_rotation(&self) -> LinearRotation {
         self.linear_rotation
@@ -792,6 +944,11 @@ impl Clip {
             return 0.0;
         }
         if looping && self.duration > 0.0 {
+            // Already inside the clip (forward playback wrapped by the caller): `rem_euclid`
+            // would return `t` itself; skip its `fmod`.
+            if (0.0..self.duration).contains(&t) {
+                return t;
+            }
             let w = t.rem_euclid(self.duration);
             if w >= self.duration { 0.0 } else { w }
         } else {

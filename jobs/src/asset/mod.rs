@@ -15,7 +15,7 @@ mod rig;
 
 pub use crate::math::Transform;
 pub use clip::{
-    AdditiveReference, Channel, Clip, ClipEvent, CurveChannel, Interpolation, KeySpan,
+    AdditiveReference, Channel, Clip, ClipEvent, CurveChannel, Interpolation, KeyGrid, KeySpan,
     LinearRotation, RawBoneTracks, RawClip, RawCurve, RawEvent, RawTrack, Timeline,
 };
 pub use error::BakeError;

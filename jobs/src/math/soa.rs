@@ -1,0 +1,488 @@
+//! Structure-of-arrays transforms, [`LANES`] bones at a time on `wide::f32x8`: the sampling
+//! job's shared-time-grid path (see [`crate::asset::KeyGrid`]).
+//!
+//! Every function here performs the same IEEE operations in the same order as its scalar
+//! reference ([`lerp_vec3`](super::lerp_vec3), [`nlerp_shortest`](super::nlerp_shortest),
+//! [`LayerSum`](super::LayerSum), [`PoseAccumulator`](super::PoseAccumulator)); dot products
+//! group their terms as glam's SSE2 `Vec4::dot` does, `(x·x' + z·z') + (y·y' + w·w')`, and no
+//! multiply-add is fused, so the two paths agree to the last bit on x86-64 (the tests allow
+//! 1e-6 so that other targets' glam backends may round differently).
+
+use super::Transform;
+use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
+use wide::{f32x4, f32x8};
+
+/// Bones per SoA block.
+pub const LANES: usize = 8;
+
+/// [`LANES`] transforms as structure of arrays: `translation[c]` holds component `c` of every
+/// lane, rotations as (x, y, z, w), scales likewise.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SoaTransform {
+    /// Translation x, y, z.
+    pub translation: [f32x8; 3],
+    /// Rotation x, y, z, w.
+    pub rotation: [f32x8; 4],
+    /// Scale x, y, z.
+    pub scale: [f32x8; 3],
+}
+
+#[inline(always)]
+fn lerp(a: f32x8, b: f32x8, s: f32x8) -> f32x8 {
+    a + (b - a) * s
+}
+
+/// Lane-wise 4-component dot product, grouped as glam's SSE2 `Vec4::dot`.
+#[inline(always)]
+pub fn dot4(a: &[f32x8; 4], b: &[f32x8; 4]) -> f32x8 {
+    (a[0] * b[0] + a[2] * b[2]) + (a[1] * b[1] + a[3] * b[3])
+}
+
+impl SoaTransform {
+    /// Up to [`LANES`] transforms; missing lanes are the identity.
+    pub fn from_transforms(t: &[Transform]) -> Self {
+        let mut a = [[0.0f32; LANES]; 10];
+        for l in 0..LANES {
+            // (Lane-major input, component-major output: an index loop reads best.)
+            let x = t.get(l).copied().unwrap_or(Transform::IDENTITY);
+            let v = [
+                x.translation.x,
+                x.translation.y,
+                x.translation.z,
+                x.rotation.x,
+                x.rotation.y,
+                x.rotation.z,
+                x.rotation.w,
+                x.scale.x,
+                x.scale.y,
+                x.scale.z,
+            ];
+            for (row, value) in a.iter_mut().zip(v) {
+                row[l] = value;
+            }
+        }
+        let v = a.map(f32x8::from);
+        Self {
+            translation: [v[0], v[1], v[2]],
+            rotation: [v[3], v[4], v[5], v[6]],
+            scale: [v[7], v[8], v[9]],
+        }
+    }
+
+    /// Writes the first `out.len()` (at most [`LANES`]) lanes as transforms.
+    #[inline(always)]
+    pub fn write_transforms(&self, out: &mut [Transform]) {
+        write_vec3s(&self.translation, out, |o| &mut o.translation);
+        write_vec3s(&self.scale, out, |o| &mut o.scale);
+        let r = &self.rotation;
+        let (x, y, z, w) = (halves(r[0]), halves(r[1]), halves(r[2]), halves(r[3]));
+        for h in 0..2 {
+            let lanes = f32x4::transpose([x[h], y[h], z[h], w[h]]);
+            for (o, v) in out.iter_mut().skip(4 * h).take(4).zip(lanes) {
+                o.rotation = Quat::from_array(v.to_array());
+            }
+        }
+    }
+
+    /// Interpolates between two key rows at fraction `s`: translations and scales lerped,
+    /// rotations nlerped along the shortest path (as [`super::nlerp_shortest`]). Lanes whose
+    /// bit in `rotation_tracked` is clear keep `k0`'s rotation (the grid stores an untracked
+    /// bone's rest rotation there).
+    #[inline(always)]
+    pub fn lerp_nlerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
+        let s = f32x8::splat(s);
+        Self {
+            translation: [0, 1, 2].map(|c| lerp(k0.translation[c], k1.translation[c], s)),
+            rotation: nlerp_rotation(&k0.rotation, &k1.rotation, s, rotation_tracked),
+            scale: [0, 1, 2].map(|c| lerp(k0.scale[c], k1.scale[c], s)),
+        }
+    }
+}
+
+/// `q` negated in the lanes where `dot < 0`: one XOR of the sign bit.
+#[inline(always)]
+fn negate_where_negative(dot: f32x8, q: [f32x8; 4]) -> [f32x8; 4] {
+    let sign = dot.simd_lt(f32x8::ZERO) & f32x8::splat(-0.0);
+    let mut out = q;
+    for c in &mut out {
+        *c ^= sign;
+    }
+    out
+}
+
+/// Lane-wise [`super::nlerp_shortest`]; lanes whose bit in `tracked` is clear keep `q0`
+/// (where the grid stores the rest rotation of an untracked bone, in every key).
+#[inline(always)]
+fn nlerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) -> [f32x8; 4] {
+    let q1 = negate_where_negative(dot4(q0, q1), *q1);
+    let mut v = [f32x8::ZERO; 4];
+    for c in 0..4 {
+        v[c] = lerp(q0[c], q1[c], s);
+    }
+    let len_sq = dot4(&v, &v);
+    let ok = len_sq.simd_gt(f32x8::ZERO) & tracked;
+    let inv = f32x8::ONE / len_sq.sqrt();
+    for c in 0..4 {
+        v[c] = ok.bitselect(v[c] * inv, q0[c]);
+    }
+    v
+}
+
+/// One animation's part in an entity's blend: the key rows around its time (one
+/// [`SoaTransform`] per block of [`LANES`] bones), the fraction between them, its weight
+/// (`> 0`) and, per block, which lanes have a rotation track.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockKeys<'a> {
+    /// The earlier key row.
+    pub k0: &'a [SoaTransform],
+    /// The later key row.
+    pub k1: &'a [SoaTransform],
+    /// Fraction between them.
+    pub s: f32,
+    /// The animation's weight.
+    pub w: f32,
+    /// Lanes with a rotation track (all bits set), per block.
+    pub tracked: &'a [f32x8],
+}
+
+/// The per-entity scalars of one unmasked override layer blended over nothing and completed
+/// from the rest pose: what [`super::PoseAccumulator::blend_layer`] and
+/// [`super::PoseAccumulator::finish`] compute from the layer's weight sum `W` and the layer
+/// weight `λ`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SingleLayer {
+    /// `α / W`, the factor on the layer's weighted sum.
+    a: f32,
+    /// `1 − α`.
+    keep: f32,
+    /// `max(1 − α, 0)`, the rest pose's share.
+    missing: f32,
+    /// Whether the result is the rest pose.
+    rest_only: bool,
+}
+
+impl SingleLayer {
+    /// From the layer's weight sum and its layer weight.
+    #[inline]
+    pub fn new(weight_sum: f32, layer_weight: f32) -> Self {
+        let alpha = (layer_weight * weight_sum.min(1.0)).clamp(0.0, 1.0);
+        if alpha <= 0.0 || weight_sum <= 0.0 {
+            return Self {
+                a: 0.0,
+                keep: 1.0,
+                missing: 1.0,
+                rest_only: true,
+            };
+        }
+        let keep = 1.0 - alpha;
+        let weight = 0.0 * keep + alpha;
+        let missing = (1.0 - weight).max(0.0);
+        Self {
+            a: alpha * (1.0 / weight_sum),
+            keep,
+            missing,
+            rest_only: missing >= 1.0,
+        }
+    }
+}
+
+/// Samples and blends block `b` ([`LANES`] bones) from `keys` (one override layer, in
+/// animation order) and writes the first `out.len()` lanes. Translations, rotations and scales
+/// are done one after the other so that the sums stay in registers. An animation whose rows
+/// lack block `b` is skipped.
+#[inline(always)]
+pub fn blend_block(
+    keys: &[BlockKeys<'_>],
+    b: usize,
+    layer: &SingleLayer,
+    rest: &SoaTransform,
+    out: &mut [Transform],
+) {
+    if layer.rest_only {
+        rest.write_transforms(out);
+        return;
+    }
+    let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
+    let m = f32x8::splat(layer.missing);
+    #[inline(always)]
+    fn vec3(
+        keys: &[BlockKeys<'_>],
+        b: usize,
+        field: impl Fn(&SoaTransform) -> &[f32x8; 3],
+        rest: &[f32x8; 3],
+        layer: &SingleLayer,
+    ) -> [f32x8; 3] {
+        let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
+        let mut acc = [zero; 3];
+        for k in keys {
+            let (Some(r0), Some(r1)) = (k.k0.get(b), k.k1.get(b)) else {
+                continue;
+            };
+            let (s, w) = (f32x8::splat(k.s), f32x8::splat(k.w));
+            let (v0, v1) = (field(r0), field(r1));
+            for c in 0..3 {
+                acc[c] += lerp(v0[c], v1[c], s) * w;
+            }
+        }
+        for c in &mut acc {
+            *c = zero * keep + *c * a;
+        }
+        if layer.missing > 0.0 {
+            let m = f32x8::splat(layer.missing);
+            for c in 0..3 {
+                acc[c] += rest[c] * m;
+            }
+        }
+        acc
+    }
+    let t = vec3(keys, b, |t| &t.translation, &rest.translation, layer);
+    write_vec3s(&t, out, |o| &mut o.translation);
+    let s = vec3(keys, b, |t| &t.scale, &rest.scale, layer);
+    write_vec3s(&s, out, |o| &mut o.scale);
+    let mut sum = [zero; 4];
+    let mut first = true;
+    for k in keys {
+        let (Some(r0), Some(r1), Some(&tracked)) = (k.k0.get(b), k.k1.get(b), k.tracked.get(b))
+        else {
+            continue;
+        };
+        let mut q = nlerp_rotation(&r0.rotation, &r1.rotation, f32x8::splat(k.s), tracked);
+        if !std::mem::replace(&mut first, false) {
+            q = negate_where_negative(dot4(&sum, &q), q);
+        }
+        let w = f32x8::splat(k.w);
+        for (r, q) in sum.iter_mut().zip(q) {
+            *r += q * w;
+        }
+    }
+    let mut p = sum;
+    for c in &mut p {
+        *c = zero * keep + *c * a;
+    }
+    if layer.missing > 0.0 {
+        let q = negate_where_negative(dot4(&p, &rest.rotation), rest.rotation);
+        for (r, q) in p.iter_mut().zip(q) {
+            *r += q * m;
+        }
+    }
+    let len_sq = dot4(&p, &p);
+    let ok = len_sq.simd_gt(f32x8::splat(1e-12)) & len_sq.is_finite();
+    let inv = f32x8::ONE / len_sq.sqrt();
+    for (c, r) in p.iter_mut().zip(rest.rotation) {
+        *c = ok.bitselect(*c * inv, r);
+    }
+    let (x, y, z, w) = (halves(p[0]), halves(p[1]), halves(p[2]), halves(p[3]));
+    for h in 0..2 {
+        let lanes = f32x4::transpose([x[h], y[h], z[h], w[h]]);
+        for (o, v) in out.iter_mut().skip(4 * h).take(4).zip(lanes) {
+            o.rotation = Quat::from_array(v.to_array());
+        }
+    }
+}
+
+/// The two 4-lane halves of an 8-lane vector.
+#[inline(always)]
+fn halves(v: f32x8) -> [f32x4; 2] {
+    bytemuck::cast(v)
+}
+
+/// Writes lanes of three component vectors into a `Vec3` field of each output transform.
+#[inline(always)]
+fn write_vec3s(v: &[f32x8; 3], out: &mut [Transform], field: fn(&mut Transform) -> &mut Vec3) {
+    let (x, y, z) = (halves(v[0]), halves(v[1]), halves(v[2]));
+    for h in 0..2 {
+        let lanes = f32x4::transpose([x[h], y[h], z[h], f32x4::ZERO]);
+        for (o, v) in out.iter_mut().skip(4 * h).take(4).zip(lanes) {
+            let a = v.to_array();
+            *field(o) = Vec3::new(a[0], a[1], a[2]);
+        }
+    }
+}
+
+/// The weighted sum of one override layer's animations, [`LANES`] bones at once (the SoA twin
+/// of [`super::LayerSum`]; weights are per animation, not per lane: no masks). The reference
+/// for [`blend_block`] in tests.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SoaLayerSum {
+    /// Σ wᵢ·poseᵢ, rotations aligned lane by lane to the running sum.
+    pub pose: SoaTransform,
+    /// Σ wᵢ.
+    pub weight: f32,
+}
+
+impl SoaLayerSum {
+    /// Adds `pose` with weight `w` (ignored unless `w > 0`).
+    pub fn add(&mut self, pose: &SoaTransform, w: f32) {
+        if w.is_nan() || w <= 0.0 {
+            return;
+        }
+        let ws = f32x8::splat(w);
+        let q = if self.weight > 0.0 {
+            negate_where_negative(dot4(&self.pose.rotation, &pose.rotation), pose.rotation)
+        } else {
+            pose.rotation
+        };
+        let p = &mut self.pose;
+        for c in 0..3 {
+            p.translation[c] += pose.translation[c] * ws;
+            p.scale[c] += pose.scale[c] * ws;
+        }
+        for (r, q) in p.rotation.iter_mut().zip(q) {
+            *r += q * ws;
+        }
+        self.weight += w;
+    }
+}
+
+/// Four local transforms as affine matrices `T · R · S`, computed four at a time (the same
+/// operations in the same order as glam's `Affine3A::from_scale_rotation_translation`, so the
+/// results are identical). Lanes past `t.len()` are the identity.
+#[inline(always)]
+pub fn trs_to_affine4(t: &[Transform]) -> [Affine3A; 4] {
+    let get = |l: usize| t.get(l).copied().unwrap_or(Transform::IDENTITY);
+    let tr = [get(0), get(1), get(2), get(3)];
+    let [x, y, z, w] = f32x4::transpose([
+        f32x4::from(tr[0].rotation.to_array()),
+        f32x4::from(tr[1].rotation.to_array()),
+        f32x4::from(tr[2].rotation.to_array()),
+        f32x4::from(tr[3].rotation.to_array()),
+    ]);
+    let s4 = |v: Vec3| f32x4::new([v.x, v.y, v.z, 0.0]);
+    let [sx, sy, sz, _] = f32x4::transpose([
+        s4(tr[0].scale),
+        s4(tr[1].scale),
+        s4(tr[2].scale),
+        s4(tr[3].scale),
+    ]);
+    let (x2, y2, z2) = (x + x, y + y, z + z);
+    let (xx, xy, xz) = (x * x2, x * y2, x * z2);
+    let (yy, yz, zz) = (y * y2, y * z2, z * z2);
+    let (wx, wy, wz) = (w * x2, w * y2, w * z2);
+    let one = f32x4::ONE;
+    let cols = |a: f32x4, b: f32x4, c: f32x4, s: f32x4| {
+        f32x4::transpose([a * s, b * s, c * s, f32x4::ZERO]).map(bytemuck::cast::<f32x4, Vec3A>)
+    };
+    let c0 = cols(one - (yy + zz), xy + wz, xz - wy, sx);
+    let c1 = cols(xy - wz, one - (xx + zz), yz + wx, sy);
+    let c2 = cols(xz + wy, yz - wx, one - (xx + yy), sz);
+    let m = |l: usize| Affine3A {
+        matrix3: Mat3A::from_cols(c0[l], c1[l], c2[l]),
+        translation: tr[l].translation.into(),
+    };
+    [m(0), m(1), m(2), m(3)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::{LayerSum, PoseAccumulator, nlerp_shortest};
+
+    fn poses(seed: u32) -> Vec<Transform> {
+        (0..LANES as u32)
+            .map(|i| {
+                let f = (i * 7 + seed * 13) as f32;
+                Transform::new(
+                    Vec3::new(f.sin(), f.cos() * 2.0, 0.1 * f),
+                    Quat::from_euler(glam::EulerRot::XYZ, f * 0.3, -f * 0.7, f * 1.1),
+                    Vec3::new(1.0 + 0.01 * f, 1.0, 0.5),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn soa_round_trips_and_nlerp_matches_the_scalar_reference() {
+        let (a, b) = (poses(1), poses(2));
+        let (sa, sb) = (
+            SoaTransform::from_transforms(&a),
+            SoaTransform::from_transforms(&b),
+        );
+        let mut back = [Transform::IDENTITY; LANES];
+        sa.write_transforms(&mut back);
+        assert_eq!(back.as_slice(), a.as_slice());
+        let tracked = f32x8::ZERO.simd_lt(f32x8::ONE);
+        for s in [0.0, 0.25, 0.5, 0.99] {
+            let m = SoaTransform::lerp_nlerp(&sa, &sb, s, tracked);
+            m.write_transforms(&mut back);
+            for l in 0..LANES {
+                let r = nlerp_shortest(a[l].rotation, b[l].rotation, s);
+                assert!((back[l].rotation - r).length() <= 1e-6, "{s} {l}");
+                let t = a[l].translation + (b[l].translation - a[l].translation) * s;
+                assert!((back[l].translation - t).length() <= 1e-6);
+            }
+        }
+    }
+
+    #[test]
+    fn soa_blend_matches_the_scalar_accumulator() {
+        let (a, b, rest) = (poses(3), poses(4), poses(5));
+        let (sa, sb, sr) = (
+            SoaTransform::from_transforms(&a),
+            SoaTransform::from_transforms(&b),
+            SoaTransform::from_transforms(&rest),
+        );
+        let tracked =
+            f32x8::from([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]).simd_gt(f32x8::splat(0.5));
+        let (ra, rb, tr) = ([sa], [sb], [tracked]);
+        let keys = [
+            BlockKeys {
+                k0: &ra,
+                k1: &rb,
+                s: 0.3,
+                w: 0.7,
+                tracked: &tr,
+            },
+            BlockKeys {
+                k0: &rb,
+                k1: &ra,
+                s: 0.8,
+                w: 0.3,
+                tracked: &tr,
+            },
+        ];
+        // The SoA sum of the interpolated poses, for the lanes' expected values.
+        let mut sum = SoaLayerSum::default();
+        let mut samples = Vec::new();
+        for k in &keys {
+            let p = SoaTransform::lerp_nlerp(&k.k0[0], &k.k1[0], k.s, k.tracked[0]);
+            sum.add(&p, k.w);
+            let mut t = [Transform::IDENTITY; LANES];
+            p.write_transforms(&mut t);
+            samples.push(t);
+        }
+        for lw in [1.0, 0.6, 0.0] {
+            let mut back = [Transform::IDENTITY; LANES];
+            blend_block(&keys, 0, &SingleLayer::new(sum.weight, lw), &sr, &mut back);
+            for l in 0..LANES {
+                let mut s = LayerSum::EMPTY;
+                s.add(&samples[0][l], 0.7);
+                s.add(&samples[1][l], 0.3);
+                let mut acc = PoseAccumulator::EMPTY;
+                acc.blend_layer(&s, (lw * s.weight.min(1.0)).clamp(0.0, 1.0));
+                let e = acc.finish(&rest[l]);
+                assert!((back[l].rotation - e.rotation).length() <= 1e-6, "{lw} {l}");
+                assert!((back[l].translation - e.translation).length() <= 1e-6);
+                assert!((back[l].scale - e.scale).length() <= 1e-6);
+                // Untracked lanes keep key 0's rotation before blending.
+                if l == 1 || l == 4 {
+                    assert_eq!(samples[0][l].rotation, a[l].rotation);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn trs_to_affine4_equals_glam() {
+        let p = poses(9);
+        for n in 0..=4 {
+            let m = trs_to_affine4(&p[..n]);
+            for (l, got) in m.iter().enumerate() {
+                let e = p
+                    .get(l)
+                    .filter(|_| l < n)
+                    .map_or(Affine3A::IDENTITY, |t| t.to_affine());
+                assert_eq!(*got, e, "{n} {l}");
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The shared-time-grid sampler (`KeyGrid`, SoA, 8 bones at a time) against the per-channel
+//! scalar reference (`Clip::sample_bone`) on the Khronos sample files, and the sampling job's
+//! SoA path against its per-bone reference (`sample_blend_bone`) on Fox's workload blend.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use sinew_jobs::asset::{AssetRegistry, BoneIndex, Clip, KeySpan, LinearRotation, Transform};
+use sinew_jobs::component::{AnimationToProcess, SamplingCursors};
+use sinew_jobs::import::import_gltf;
+use sinew_jobs::j4_sample_blend::{
+    EntitySampling, SampleBlendJob, resolve_spans, sample_blend_bone,
+};
+use sinew_jobs::math::soa::LANES;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn clips(name: &str) -> (Arc<sinew_jobs::asset::Rig>, Vec<Arc<Clip>>) {
+    let path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/assets/gltf/"
+    ))
+    .join(name);
+    let scene = import_gltf(&path, &AssetRegistry::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (scene.rig.clone(), scene.clips.clone())
+}
+
+fn close(a: &Transform, b: &Transform, tol: f32) -> bool {
+    (a.translation - b.translation).length() <= tol * (1.0 + b.translation.length())
+        && (a.scale - b.scale).length() <= tol * (1.0 + b.scale.length())
+        && a.rotation.dot(b.rotation).abs() >= 1.0 - tol
+}
+
+/// Every block of a gridded clip equals the per-channel reference at key times, between
+/// keys, before the first and after the last key.
+fn check_grid(name: &str, clip: &Clip) -> usize {
+    let Some(grid) = clip.grid() else { return 0 };
+    let times = clip.timelines()[grid.timeline() as usize].times().to_vec();
+    let mut probes: Vec<f32> = times.clone();
+    probes.extend(times.windows(2).map(|w| w[0] + 0.37 * (w[1] - w[0])));
+    probes.extend([-1.0, times[0] - 1e-3, times[times.len() - 1] + 0.5]);
+    let bones = clip.bone_count();
+    for &t in &probes {
+        let span = clip.locate(grid.timeline(), t);
+        let mut out = vec![Transform::IDENTITY; grid.blocks() * LANES];
+        for b in 0..grid.blocks() {
+            grid.sample_block(b, &span)
+                .unwrap()
+                .write_transforms(&mut out[b * LANES..(b + 1) * LANES]);
+        }
+        for (bone, got) in out.iter().take(bones).enumerate() {
+            let want = clip.sample_bone(BoneIndex(bone as u32), t);
+            assert!(
+                close(got, &want, 1e-6),
+                "{name} '{}' bone {bone} t {t}: {got:?} vs {want:?}",
+                clip.name()
+            );
+        }
+    }
+    probes.len()
+}
+
+#[test]
+fn grid_sampler_equals_the_per_channel_sampler_on_real_assets() {
+    // Which clips qualify (every bone channel LINEAR on one timeline, rotations nlerped).
+    let mut gridded = Vec::new();
+    for name in [
+        "Fox.glb",
+        "CesiumMan.glb",
+        "InterpolationTest.glb",
+        "RiggedSimple.glb",
+        "SimpleSkin.glb",
+    ] {
+        let (_, clips) = clips(name);
+        for c in clips {
+            // glTF's own rule (slerp) keeps the per-channel path.
+            assert!(
+                c.grid().is_none() || c.rotation_channels().iter().all(Option::is_none),
+                "{name} '{}': a slerp clip must not take the nlerp grid",
+                c.name()
+            );
+            let n = c.with_linear_rotation(LinearRotation::Nlerp);
+            if check_grid(name, &n) > 0 {
+                gridded.push(format!("{name}/{}", c.name()));
+            }
+        }
+    }
+    for expected in [
+        "Fox.glb/Walk",
+        "Fox.glb/Run",
+        "Fox.glb/Survey",
+        "CesiumMan.glb/",
+    ] {
+        assert!(
+            gridded.iter().any(|g| g.starts_with(expected)),
+            "{expected} should have a shared grid: {gridded:?}"
+        );
+    }
+    // InterpolationTest has one clip per interpolation mode: the LINEAR ones take the grid,
+    // STEP and CUBICSPLINE keep the per-channel path.
+    for g in gridded
+        .iter()
+        .filter(|g| g.starts_with("InterpolationTest"))
+    {
+        assert!(g.contains("Linear"), "{g}");
+    }
+    assert!(
+        gridded.iter().any(|g| g.contains("Linear Rotation")),
+        "{gridded:?}"
+    );
+}
+
+#[test]
+fn fox_workload_blend_soa_path_equals_the_per_bone_reference() {
+    let (rig, clips) = clips("Fox.glb");
+    let find = |n: &str| {
+        let c = clips.iter().find(|c| c.name() == n).unwrap();
+        Arc::new(c.with_linear_rotation(LinearRotation::Nlerp))
+    };
+    let (walk, run) = (find("Walk"), find("Run"));
+    assert!(walk.grid().is_some() && run.grid().is_some());
+    let bones = rig.bone_count();
+    let entities_anims: Vec<Vec<AnimationToProcess>> = (0..40)
+        .map(|i| {
+            let t = i as f32 * 0.0731;
+            vec![
+                AnimationToProcess::new(walk.clone()).at(t).weight(0.7),
+                AnimationToProcess::new(run.clone())
+                    .at(t * 1.7 + 0.2)
+                    .weight(0.3),
+            ]
+        })
+        .collect();
+    let mut spans = Vec::new();
+    let mut offsets = Vec::new();
+    for a in &entities_anims {
+        offsets.push(spans.len() as u32);
+        let need: usize = a.iter().map(|x| x.clip.timelines().len()).sum();
+        let start = spans.len();
+        spans.resize(start + need, KeySpan::default());
+        resolve_spans(a, &mut SamplingCursors::default(), &mut spans[start..]);
+    }
+    for layer_weight in [1.0, 0.4] {
+        let mut lw = [1.0; 8];
+        lw[0] = layer_weight;
+        let entities: Vec<Option<EntitySampling>> = entities_anims
+            .iter()
+            .zip(&offsets)
+            .enumerate()
+            .map(|(e, (a, &o))| {
+                Some(EntitySampling {
+                    rig: &rig,
+                    animations: a,
+                    layer_weights: lw,
+                    span_offset: o,
+                    bone_offset: (e * bones) as u32,
+                })
+            })
+            .collect();
+        let mut out = vec![Transform::IDENTITY; entities.len() * bones];
+        let mut job = SampleBlendJob {
+            entities: &entities,
+            spans: &spans,
+            out: &mut out,
+            batch: 64,
+        };
+        job.validate().unwrap();
+        job.run();
+        for (k, got) in out.iter().enumerate() {
+            let e = entities[k / bones].as_ref().unwrap();
+            let want = sample_blend_bone(e, &spans, k % bones);
+            assert!(
+                close(got, &want, 1e-6),
+                "flat bone {k}: {got:?} vs {want:?}"
+            );
+        }
+    }
+}
