@@ -13,9 +13,10 @@
 //!
 //! Entities whose animations are unmasked overrides on one layer over clips with a shared time
 //! grid ([`crate::asset::KeyGrid`]) take the SoA path: [`LANES`] bones per step, two key-row
-//! loads and a lerp/nlerp per clip, one weighted sum and normalisation
+//! loads and a lerp plus slerp/nlerp per clip, one weighted sum and normalisation
 //! ([`crate::math::soa::blend_block`]). It computes what the per-bone path
-//! ([`sample_blend_bone`]) computes, with the same operations in the same order.
+//! ([`sample_blend_bone`]) computes, with the same operations in the same order (slerp's
+//! `acos`/`sin` are `wide`'s vector versions: equal to a few ulps, tested to 1e-6).
 
 use crate::asset::{KeySpan, Rig, Transform};
 #[cfg(doc)]

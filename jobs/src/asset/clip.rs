@@ -241,7 +241,7 @@ pub struct KeySpan {
 pub struct KeyGrid {
     timeline: u32,
     blocks: usize,
-    has_rotation: bool,
+    slerp_rotations: bool,
     rows: Vec<SoaTransform>,
     rotation_tracked: Vec<f32x8>,
     rest: Vec<SoaTransform>,
@@ -262,14 +262,18 @@ impl KeyGrid {
         self.rest.get(b)
     }
     /// Samples block `b` at a span of the grid's timeline: translations and scales lerped,
-    /// tracked rotations nlerped (the clip's LINEAR rotations must be
-    /// [`LinearRotation::Nlerp`]; see [`Clip::grid`]), untracked parts at the rest value.
+    /// tracked rotations slerped or nlerped as the clip's [`LinearRotation`] says, untracked
+    /// parts at the rest value.
     #[inline(always)]
     pub fn sample_block(&self, b: usize, span: &KeySpan) -> Option<SoaTransform> {
         let r0 = self.rows.get(span.k0 as usize * self.blocks + b)?;
         let r1 = self.rows.get(span.k1 as usize * self.blocks + b)?;
         let tracked = *self.rotation_tracked.get(b)?;
-        Some(SoaTransform::lerp_nlerp(r0, r1, span.alpha, tracked))
+        Some(if self.slerp_rotations {
+            SoaTransform::lerp_slerp(r0, r1, span.alpha, tracked)
+        } else {
+            SoaTransform::lerp_nlerp(r0, r1, span.alpha, tracked)
+        })
     }
 
     /// The key rows around `span`, with weight `w`, for [`blend_block`] (`None` for a key
@@ -288,10 +292,12 @@ impl KeyGrid {
             s: span.alpha,
             w,
             tracked: &self.rotation_tracked,
+            slerp: self.slerp_rotations,
         })
     }
 
-    /// Builds the grid when every bone channel is LINEAR on one timeline.
+    /// Builds the grid when every bone channel is LINEAR on one timeline (rotations slerped
+    /// until [`Clip::with_linear_rotation`] says otherwise).
     fn build(
         bone_channels: &[[Option<Channel>; 3]],
         timelines: &[Timeline],
@@ -300,15 +306,13 @@ impl KeyGrid {
         rest: &[Transform],
     ) -> Option<Self> {
         let mut timeline = None;
-        let mut has_rotation = false;
-        for (i, c) in bone_channels.iter().flatten().enumerate() {
+        for c in bone_channels.iter().flatten() {
             let Some(c) = c else { continue };
             if c.interpolation != Interpolation::Linear
                 || *timeline.get_or_insert(c.timeline) != c.timeline
             {
                 return None;
             }
-            has_rotation |= i % 3 == 1;
         }
         let timeline = timeline?;
         let keys = timelines.get(timeline as usize)?.times.len();
@@ -350,7 +354,8 @@ impl KeyGrid {
         Some(Self {
             timeline,
             blocks,
-            has_rotation,
+            // Baked clips start with glTF's rule; `Clip::with_linear_rotation` switches it.
+            slerp_rotations: true,
             rows,
             rotation_tracked,
             rest: rest_padded
@@ -900,12 +905,10 @@ impl Clip {
     }
 
     /// The shared-time-grid layout, when the SoA sampler can use it: every bone channel is
-    /// LINEAR on one timeline, and LINEAR rotations (if any) are nlerped.
+    /// LINEAR on one timeline (rotations slerped or nlerped as [`Clip::linear_rotation`] says).
     #[inline]
     pub fn grid(&self) -> Option<&KeyGrid> {
-        self.grid
-            .as_ref()
-            .filter(|g| !g.has_rotation || self.linear_rotation == LinearRotation::Nlerp)
+        self.grid.as_ref()
     }
 
     /// How LINEAR rotation keys are interpolated.
@@ -919,6 +922,9 @@ impl Clip {
         let mut c = self.clone();
         if mode != self.linear_rotation {
             c.linear_rotation = mode;
+            if let Some(grid) = &mut c.grid {
+                grid.slerp_rotations = mode == LinearRotation::Slerp;
+            }
             let mut h = ContentHasher::new();
             h.u64(self.content_hash.0 as u64)
                 .u64((self.content_hash.0 >> 64) as u64)

@@ -84,6 +84,18 @@ impl SoaTransform {
         }
     }
 
+    /// [`Self::lerp_nlerp`] with rotations slerped (as [`super::slerp_shortest`], to a few
+    /// ulps; see `slerp_rotation`).
+    #[inline(always)]
+    pub fn lerp_slerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
+        let s = f32x8::splat(s);
+        Self {
+            translation: [0, 1, 2].map(|c| lerp(k0.translation[c], k1.translation[c], s)),
+            rotation: slerp_rotation(&k0.rotation, &k1.rotation, s, rotation_tracked),
+            scale: [0, 1, 2].map(|c| lerp(k0.scale[c], k1.scale[c], s)),
+        }
+    }
+
     /// Interpolates between two key rows at fraction `s`: translations and scales lerped,
     /// rotations nlerped along the shortest path (as [`super::nlerp_shortest`]). Lanes whose
     /// bit in `rotation_tracked` is clear keep `k0`'s rotation (the grid stores an untracked
@@ -106,6 +118,45 @@ fn negate_where_negative(dot: f32x8, q: [f32x8; 4]) -> [f32x8; 4] {
     let mut out = q;
     for c in &mut out {
         *c ^= sign;
+    }
+    out
+}
+
+/// Lane-wise [`super::slerp_shortest`] (the glTF LINEAR rule): lanes whose rotations are
+/// nearly equal (`|dot| > 0.9995`) take the normalised lerp, as the scalar reference does; the
+/// others weigh the two keys by `sin((1 − s)·θ) / sin θ` and `sin(s·θ) / sin θ`. `acos` and
+/// `sin` are `wide`'s vector versions, so this path agrees with the scalar reference to a few
+/// ulps rather than to the last bit. Lanes whose bit in `tracked` is clear keep `q0`.
+#[inline(always)]
+fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) -> [f32x8; 4] {
+    let dot = dot4(q0, q1);
+    let q1 = negate_where_negative(dot, *q1);
+    let d = dot.abs();
+    // Nearly equal: normalised lerp, falling back to q0 where the length is 0 or not finite.
+    let mut near = [f32x8::ZERO; 4];
+    for c in 0..4 {
+        near[c] = lerp(q0[c], q1[c], s);
+    }
+    let inv_len = f32x8::ONE / dot4(&near, &near).sqrt();
+    let len_ok = inv_len.is_finite() & inv_len.simd_gt(f32x8::ZERO);
+    for c in 0..4 {
+        near[c] = len_ok.bitselect(near[c] * inv_len, q0[c]);
+    }
+    let is_near = d.simd_gt(f32x8::splat(0.9995));
+    if is_near.all() {
+        for c in 0..4 {
+            near[c] = tracked.bitselect(near[c], q0[c]);
+        }
+        return near;
+    }
+    let theta = d.min(f32x8::ONE).acos();
+    let sin_theta = theta.sin();
+    let wa = ((f32x8::ONE - s) * theta).sin() / sin_theta;
+    let wb = (s * theta).sin() / sin_theta;
+    let mut out = [f32x8::ZERO; 4];
+    for c in 0..4 {
+        let far = q0[c] * wa + q1[c] * wb;
+        out[c] = tracked.bitselect(is_near.bitselect(near[c], far), q0[c]);
     }
     out
 }
@@ -143,6 +194,8 @@ pub struct BlockKeys<'a> {
     pub w: f32,
     /// Lanes with a rotation track (all bits set), per block.
     pub tracked: &'a [f32x8],
+    /// Whether rotations slerp (glTF's LINEAR rule) rather than nlerp.
+    pub slerp: bool,
 }
 
 /// The per-entity scalars of one unmasked override layer blended over nothing and completed
@@ -246,7 +299,11 @@ pub fn blend_block(
         else {
             continue;
         };
-        let mut q = nlerp_rotation(&r0.rotation, &r1.rotation, f32x8::splat(k.s), tracked);
+        let mut q = if k.slerp {
+            slerp_rotation(&r0.rotation, &r1.rotation, f32x8::splat(k.s), tracked)
+        } else {
+            nlerp_rotation(&r0.rotation, &r1.rotation, f32x8::splat(k.s), tracked)
+        };
         if !std::mem::replace(&mut first, false) {
             q = negate_where_negative(dot4(&sum, &q), q);
         }
@@ -391,6 +448,62 @@ mod tests {
     }
 
     #[test]
+    fn slerp_matches_the_scalar_reference_near_far_flipped_and_untracked() {
+        use crate::math::slerp_shortest;
+        // Lane pairs: far apart, opposite hemispheres (the shortest path flips one), nearly
+        // equal (the nlerp branch, |dot| > 0.9995), identical, and 170° apart.
+        let base = poses(3);
+        let mut b = poses(4);
+        b[1].rotation = -b[1].rotation;
+        b[2].rotation = base[2].rotation * Quat::from_rotation_y(0.01);
+        b[3].rotation = base[3].rotation;
+        b[4].rotation = base[4].rotation * Quat::from_rotation_x(170f32.to_radians());
+        b[5].rotation = -(base[5].rotation * Quat::from_rotation_z(0.02));
+        let (sa, sb) = (
+            SoaTransform::from_transforms(&base),
+            SoaTransform::from_transforms(&b),
+        );
+        let untracked_lane = 6;
+        let tracked = f32x8::from(std::array::from_fn::<f32, LANES, _>(|l| {
+            if l == untracked_lane { 0.0 } else { 1.0 }
+        }))
+        .simd_gt(f32x8::splat(0.5));
+        let mut out = [Transform::IDENTITY; LANES];
+        for s in [0.0, 0.1, 0.5, 0.77, 0.999] {
+            SoaTransform::lerp_slerp(&sa, &sb, s, tracked).write_transforms(&mut out);
+            for l in 0..LANES {
+                let want = if l == untracked_lane {
+                    base[l].rotation
+                } else {
+                    slerp_shortest(base[l].rotation, b[l].rotation, s)
+                };
+                let err = (out[l].rotation - want).length();
+                assert!(
+                    err <= 1e-6,
+                    "s {s} lane {l}: {:?} vs {want:?} ({err})",
+                    out[l].rotation
+                );
+                assert!((out[l].rotation.length() - 1.0).abs() <= 1e-6);
+            }
+        }
+        // All lanes nearly equal: the early-out branch.
+        let mut c = base.clone();
+        for (q, p) in c.iter_mut().zip(&base) {
+            q.rotation = p.rotation * Quat::from_rotation_x(0.005);
+        }
+        let sc = SoaTransform::from_transforms(&c);
+        SoaTransform::lerp_slerp(&sa, &sc, 0.3, tracked).write_transforms(&mut out);
+        for l in 0..LANES {
+            let want = if l == untracked_lane {
+                base[l].rotation
+            } else {
+                slerp_shortest(base[l].rotation, c[l].rotation, 0.3)
+            };
+            assert!((out[l].rotation - want).length() <= 1e-6, "lane {l}");
+        }
+    }
+
+    #[test]
     fn soa_round_trips_and_nlerp_matches_the_scalar_reference() {
         let (a, b) = (poses(1), poses(2));
         let (sa, sb) = (
@@ -431,6 +544,7 @@ mod tests {
                 s: 0.3,
                 w: 0.7,
                 tracked: &tr,
+                slerp: false,
             },
             BlockKeys {
                 k0: &rb,
@@ -438,6 +552,7 @@ mod tests {
                 s: 0.8,
                 w: 0.3,
                 tracked: &tr,
+                slerp: false,
             },
         ];
         // The SoA sum of the interpolated poses, for the lanes' expected values.
