@@ -59,8 +59,18 @@ struct RasterParams {
     flags: u32,
     bone_count: u32,
     vertex_stride: u32,
+    level_count: u32,
+    // Pixels per model unit at clip w = 1 (focal length in pixels).
+    lod_scale: f32,
+    // Largest projected error (pixels) a level may have to be drawn.
+    lod_pixel_error: f32,
     pad1: u32,
     pad2: u32,
+    pad3: u32,
+    // Model-space LOD sphere (xyz centre, w radius; w < 0: always level 0).
+    lod_sphere: vec4<f32>,
+    // Per level: first cluster, cluster count, error (f32 bits, model units), 0.
+    levels: array<vec4<u32>, 8>,
 };
 
 // A listed big triangle: its three screen vertices (x px, y px, reversed depth, light),
@@ -91,12 +101,15 @@ struct RasterSourceVertex {
 @group(1) @binding(5) var<storage, read_write> raster_big: array<RasterBigTriangle>;
 @group(1) @binding(6) var<storage, read_write> raster_big_count: atomic<u32>;
 @group(1) @binding(7) var<storage, read_write> raster_color: array<u32>;
+// Instances drawn per LOD level (when RASTER_FLAG_COUNT_LEVELS).
+@group(1) @binding(8) var<storage, read_write> raster_level_counts: array<atomic<u32>, 8>;
 @group(2) @binding(0) var<storage, read_write> raster_big_args: array<u32, 4>;
 
 const RASTER_GROUP: u32 = 256u;
 const RASTER_MAX_GROUPS_X: u32 = 65535u;
 const RASTER_FLAG_SRGB: u32 = 1u;
 const RASTER_FLAG_SKIN_ONLY: u32 = 2u;
+const RASTER_FLAG_COUNT_LEVELS: u32 = 4u;
 // x of a vertex behind the eye plane (fails raster_finite).
 const RASTER_BEHIND: f32 = 3e38;
 
@@ -104,6 +117,7 @@ const RASTER_BEHIND: f32 = 3e38;
 var<workgroup> raster_bones: array<RasterBone, 128>;
 // The current cluster's projected vertices: x px, y px, reversed depth, light.
 var<workgroup> raster_screen: array<vec4<f32>, 256>;
+// 0: culled; else 1 + the instance's LOD level.
 var<workgroup> raster_instance_visible: u32;
 
 fn raster_bone_add(acc: RasterBone, m: RasterBone, w: f32) -> RasterBone {
@@ -273,18 +287,50 @@ fn raster_triangle(a: vec4<f32>, vb: vec4<f32>, vc: vec4<f32>, material: u32) {
     }
 }
 
+// Largest axis scale of a world transform.
+fn raster_world_scale(world: RasterBone) -> f32 {
+    let c0 = vec3<f32>(world.r0.x, world.r1.x, world.r2.x);
+    let c1 = vec3<f32>(world.r0.y, world.r1.y, world.r2.y);
+    let c2 = vec3<f32>(world.r0.z, world.r1.z, world.r2.z);
+    return sqrt(max(dot(c0, c0), max(dot(c1, c1), dot(c2, c2))));
+}
+
+fn raster_world_point(world: RasterBone, p: vec3<f32>) -> vec4<f32> {
+    let h = vec4<f32>(p, 1.0);
+    return vec4<f32>(dot(world.r0, h), dot(world.r1, h), dot(world.r2, h), 1.0);
+}
+
+// The coarsest level whose error, scaled to world units and projected at the near side of the
+// LOD sphere (clip w of the centre minus the radius), is at most lod_pixel_error pixels.
+// Level 0 when the sphere reaches the eye plane.
+fn raster_pick_level(world: RasterBone) -> u32 {
+    let s = raster_params.lod_sphere;
+    if (s.w < 0.0 || raster_params.level_count <= 1u) {
+        return 0u;
+    }
+    let scale = raster_world_scale(world);
+    let w_near = dot(raster_params.clip_w, raster_world_point(world, s.xyz)) - s.w * scale;
+    if (!(w_near > 0.0)) {
+        return 0u;
+    }
+    let px_per_unit = raster_params.lod_scale * scale / w_near;
+    var level = 0u;
+    for (var l = 1u; l < raster_params.level_count; l = l + 1u) {
+        let err = bitcast<f32>(raster_params.levels[l].z);
+        if (err * px_per_unit <= raster_params.lod_pixel_error) {
+            level = l;
+        }
+    }
+    return level;
+}
+
 fn raster_sphere_visible(world: RasterBone) -> bool {
     let s = raster_params.cull_sphere;
     if (s.w < 0.0) {
         return true;
     }
-    let h = vec4<f32>(s.xyz, 1.0);
-    let centre = vec4<f32>(dot(world.r0, h), dot(world.r1, h), dot(world.r2, h), 1.0);
-    let c0 = vec3<f32>(world.r0.x, world.r1.x, world.r2.x);
-    let c1 = vec3<f32>(world.r0.y, world.r1.y, world.r2.y);
-    let c2 = vec3<f32>(world.r0.z, world.r1.z, world.r2.z);
-    let scale = sqrt(max(dot(c0, c0), max(dot(c1, c1), dot(c2, c2))));
-    let radius = s.w * scale;
+    let centre = raster_world_point(world, s.xyz);
+    let radius = s.w * raster_world_scale(world);
     for (var i = 0u; i < 6u; i = i + 1u) {
         if (dot(raster_params.frustum[i], centre) < -radius) {
             return false;
@@ -304,16 +350,27 @@ fn cs_raster(
         return;
     }
     if (lid == 0u) {
-        raster_instance_visible = select(0u, 1u, raster_sphere_visible(source_world(instance)));
+        let world = source_world(instance);
+        var v = 0u;
+        if (raster_sphere_visible(world)) {
+            let level = raster_pick_level(world);
+            v = level + 1u;
+            if ((raster_params.flags & RASTER_FLAG_COUNT_LEVELS) != 0u) {
+                atomicAdd(&raster_level_counts[level], 1u);
+            }
+        }
+        raster_instance_visible = v;
     }
-    if (workgroupUniformLoad(&raster_instance_visible) == 0u) {
+    let visible = workgroupUniformLoad(&raster_instance_visible);
+    if (visible == 0u) {
         return;
     }
+    let level = raster_params.levels[visible - 1u];
     source_prepare(instance, lid);
     workgroupBarrier();
     let material = source_material(instance) & ((1u << raster_params.material_bits) - 1u);
     let skin_only = (raster_params.flags & RASTER_FLAG_SKIN_ONLY) != 0u;
-    for (var k = 0u; k < raster_params.cluster_count; k = k + 1u) {
+    for (var k = level.x; k < level.x + level.y; k = k + 1u) {
         let first_vertex = raster_mesh[4u * k];
         let vertex_count = raster_mesh[4u * k + 1u];
         let first_triangle = raster_mesh[4u * k + 2u];
