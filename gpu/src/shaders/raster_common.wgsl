@@ -110,7 +110,7 @@ const RASTER_MAX_GROUPS_X: u32 = 65535u;
 const RASTER_FLAG_SRGB: u32 = 1u;
 const RASTER_FLAG_SKIN_ONLY: u32 = 2u;
 const RASTER_FLAG_COUNT_LEVELS: u32 = 4u;
-// x of a vertex behind the eye plane (fails raster_finite).
+// x of a vertex in front of the near plane (behind the eye included): clipping path.
 const RASTER_BEHIND: f32 = 3e38;
 
 // Bone matrices of the workgroup's instance (RASTER_MAX_BONES in gpu/src/raster/mod.rs).
@@ -183,18 +183,39 @@ fn raster_light(n: vec3<f32>) -> f32 {
     return ambient + (1.0 - ambient) * lambert;
 }
 
-// (x px, y px, reversed depth, light); x = RASTER_BEHIND behind the eye plane.
+// Clip coordinates (x, y, w - z, w) of a world position: the third is the reversed depth's
+// numerator; the near plane is where it equals w.
+fn raster_clip(position: vec3<f32>) -> vec4<f32> {
+    let h = vec4<f32>(position, 1.0);
+    return vec4<f32>(
+        dot(raster_params.clip_x, h),
+        dot(raster_params.clip_y, h),
+        dot(raster_params.depth_row, h),
+        dot(raster_params.clip_w, h),
+    );
+}
+
+// Signed distance-like value to the near plane (≥ 0 on the visible side): z_clip = w − (w − z).
+fn raster_near_side(c: vec4<f32>) -> f32 {
+    return c.w - c.z;
+}
+
+// Clip coordinates (with w > 0) → (x px, y px, reversed depth).
+fn raster_to_screen(c: vec4<f32>) -> vec3<f32> {
+    let inv = 1.0 / c.w;
+    let x = (c.x * inv + 1.0) * 0.5 * f32(raster_params.width);
+    let y = (1.0 - c.y * inv) * 0.5 * f32(raster_params.height);
+    return vec3<f32>(x, y, c.z * inv);
+}
+
+// (x px, y px, reversed depth, light); x = RASTER_BEHIND in front of the near plane (behind
+// the eye included): triangles with such a vertex take the clipping path.
 fn raster_project(v: RasterSourceVertex) -> vec4<f32> {
-    let h = vec4<f32>(v.position, 1.0);
-    let w = dot(raster_params.clip_w, h);
-    if (!(w > 0.0)) {
+    let c = raster_clip(v.position);
+    if (!(raster_near_side(c) >= 0.0 && c.w > 0.0)) {
         return vec4<f32>(RASTER_BEHIND, 0.0, 0.0, 0.0);
     }
-    let inv = 1.0 / w;
-    let x = (dot(raster_params.clip_x, h) * inv + 1.0) * 0.5 * f32(raster_params.width);
-    let y = (1.0 - dot(raster_params.clip_y, h) * inv) * 0.5 * f32(raster_params.height);
-    let d = dot(raster_params.depth_row, h) * inv;
-    return vec4<f32>(x, y, d, raster_light(v.normal));
+    return vec4<f32>(raster_to_screen(c), raster_light(v.normal));
 }
 
 // False for NaN and huge values (vertices very close to the eye plane).
@@ -324,6 +345,57 @@ fn raster_pick_level(world: RasterBone) -> u32 {
     return level;
 }
 
+// A triangle (mesh order, cluster-local indices in `packed`) with a vertex in front of the
+// near plane: re-skins its three vertices, clips the triangle against the near plane in clip
+// space (Sutherland–Hodgman: up to four vertices, light interpolated linearly in clip space)
+// and rasterises the fan; large pieces go to the big-triangle list as usual.
+fn raster_near_clipped(first_vertex: u32, packed: u32, material: u32) {
+    var c: array<vec4<f32>, 3>;
+    var l: array<f32, 3>;
+    for (var k = 0u; k < 3u; k = k + 1u) {
+        let v = raster_skin(first_vertex + ((packed >> (8u * k)) & 0xffu));
+        c[k] = raster_clip(v.position);
+        l[k] = raster_light(v.normal);
+    }
+    var out: array<vec4<f32>, 4>;
+    var out_light: array<f32, 4>;
+    var n = 0u;
+    for (var k = 0u; k < 3u; k = k + 1u) {
+        let next = (k + 1u) % 3u;
+        let fa = raster_near_side(c[k]);
+        let fb = raster_near_side(c[next]);
+        if (fa >= 0.0) {
+            out[n] = c[k];
+            out_light[n] = l[k];
+            n = n + 1u;
+        }
+        if ((fa >= 0.0) != (fb >= 0.0)) {
+            let t = fa / (fa - fb);
+            var p = mix(c[k], c[next], t);
+            // Exactly on the near plane (reversed depth 1).
+            p.z = p.w;
+            out[n] = p;
+            out_light[n] = mix(l[k], l[next], t);
+            n = n + 1u;
+        }
+    }
+    if (n < 3u) {
+        return;
+    }
+    var s: array<vec4<f32>, 4>;
+    for (var k = 0u; k < n; k = k + 1u) {
+        if (!(out[k].w > 0.0)) {
+            return;
+        }
+        s[k] = vec4<f32>(raster_to_screen(out[k]), out_light[k]);
+        s[k].z = min(s[k].z, 1.0);
+    }
+    raster_triangle(s[0], s[1], s[2], material);
+    if (n == 4u) {
+        raster_triangle(s[0], s[2], s[3], material);
+    }
+}
+
 fn raster_sphere_visible(world: RasterBone) -> bool {
     let s = raster_params.cull_sphere;
     if (s.w < 0.0) {
@@ -387,12 +459,16 @@ fn cs_raster(
         if (!skin_only) {
             for (var t = lid; t < triangle_count; t = t + RASTER_GROUP) {
                 let packed = raster_mesh[first_triangle + t];
-                raster_triangle(
-                    raster_screen[packed & 0xffu],
-                    raster_screen[(packed >> 8u) & 0xffu],
-                    raster_screen[packed >> 16u],
-                    material,
-                );
+                let a = raster_screen[packed & 0xffu];
+                let b = raster_screen[(packed >> 8u) & 0xffu];
+                let c = raster_screen[packed >> 16u];
+                let clipped = u32(a.x == RASTER_BEHIND) + u32(b.x == RASTER_BEHIND)
+                    + u32(c.x == RASTER_BEHIND);
+                if (clipped == 0u) {
+                    raster_triangle(a, b, c, material);
+                } else if (clipped < 3u) {
+                    raster_near_clipped(first_vertex, packed, material);
+                }
             }
         }
         workgroupBarrier();
