@@ -37,10 +37,19 @@
 //! per-pixel normal). Nearest wins; only 32-bit atomics are needed (portable WGSL, runs on
 //! lavapipe).
 //!
-//! Differences from the hardware path, by design: no near-plane clipping (a triangle with a
-//! vertex behind the eye plane is dropped; pixels in front of the near plane are rejected),
-//! pixel-centre coverage with inclusive edges (no top-left rule: shared edges are written
-//! twice, harmlessly), screen-space (not perspective-correct) interpolation of depth and light
+//! Near plane: a vertex in front of the near plane (behind the eye included) is marked, and a
+//! triangle with one or two marked vertices is re-skinned, clipped against the near plane in
+//! clip space and drawn as one or two triangles (like the graphics pipeline's clipping).
+//!
+//! Level of detail ([`LodLevel`], `with_lods` on both renderers): the levels of a chain share
+//! the vertex and cluster buffers; per instance, invocation 0 picks the coarsest level whose
+//! error (model units × the world transform's largest scale) projects to at most
+//! [`ComputeRasterOptions::lod_pixel_error`] pixels at the near side of the LOD sphere (the
+//! bind pose's bounding sphere with twice its radius): `error × focal_px / (w_centre −
+//! radius)`, level 0 when that sphere reaches the eye plane.
+//!
+//! Differences from the hardware path, by design: pixel-centre coverage with inclusive edges
+//! (no top-left rule: shared edges are written twice, harmlessly), screen-space (not perspective-correct) interpolation of depth and light
 //! across a triangle (exact for depth, which is affine in screen space).
 #![forbid(unsafe_code)]
 
@@ -103,7 +112,8 @@ pub struct ComputeRasterOptions {
     pub work: RasterWork,
     /// Level of detail: each instance draws the coarsest level of its chain whose
     /// [`LodLevel::error`], projected at the near side of the instance's LOD sphere, is at
-    /// most this many pixels (see [`RasterCore::params`]). Default 1.0; 0 keeps level 0.
+    /// most this many pixels (see the [module documentation](self)). Default 1.0; 0 keeps
+    /// level 0.
     pub lod_pixel_error: f32,
     /// Count the instances drawn at each level (one atomic per drawn instance; read with
     /// `read_level_counts`). Off by default (it costs time at a million instances).
