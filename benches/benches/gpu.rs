@@ -14,6 +14,9 @@
 //! - `SINEW_BENCH_RASTER`: `hardware,compute,skin_only` subset (default `hardware,compute`);
 //!   `skin_only` runs the compute rasteriser's raster pass without rasterising (its time is
 //!   the skinning + projection share of that pass).
+//! - `compute_lod` in `SINEW_BENCH_RASTER`: the compute rasteriser with a LOD chain built by
+//!   `sinew_jobs::asset::lod_chain` from the ratios in `SINEW_BENCH_LOD_MESH` (default
+//!   `0.25,0.06`); each instance draws the coarsest level within 1 pixel of error.
 //! - `SINEW_BENCH_PNG`: folder to write one frame per crowd size and raster kind as PNG
 //!   (optional).
 //!
@@ -29,12 +32,13 @@ use glam::{Quat, Vec3};
 use sinew_gpu::context::GpuContext;
 use sinew_gpu::palette_ring::{ENTRY_BYTES, PaletteRing, PaletteUpload, crowd_palette_len};
 use sinew_gpu::raster::{
-    ComputeCrowdRenderer, RasterGpuTimes, RasterTimestamps, RasterWork, TIMESTAMPS_PER_FRAME,
+    ComputeCrowdRenderer, LodLevel, RasterGpuTimes, RasterTimestamps, RasterWork,
+    TIMESTAMPS_PER_FRAME,
 };
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
 use sinew_gpu::skin_pass::{GpuSkinMesh, SkinBatch, SkinBuffers, SkinPass};
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::{AssetRegistry, Transform};
+use sinew_jobs::asset::{AssetRegistry, Transform, lod_chain};
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::{Entity, Store};
@@ -68,6 +72,7 @@ enum Raster {
     Hardware,
     Compute,
     ComputeSkinOnly,
+    ComputeLod,
 }
 
 impl Raster {
@@ -76,6 +81,7 @@ impl Raster {
             Self::Hardware => "hardware",
             Self::Compute => "compute",
             Self::ComputeSkinOnly => "compute, skin only",
+            Self::ComputeLod => "compute, LOD chain",
         }
     }
 }
@@ -134,9 +140,14 @@ fn main() -> Result<(), BoxError> {
             "hardware" => Some(Raster::Hardware),
             "compute" => Some(Raster::Compute),
             "skin_only" => Some(Raster::ComputeSkinOnly),
+            "compute_lod" => Some(Raster::ComputeLod),
             _ => None,
         })
         .collect();
+    let lod_ratios: Vec<f32> = env_or("SINEW_BENCH_LOD_MESH", "0.25,0.06")
+        .split(',')
+        .map(|r| r.trim().parse::<f32>())
+        .collect::<Result<_, _>>()?;
     let png_dir = std::env::var("SINEW_BENCH_PNG").ok().map(PathBuf::from);
     let ctx = GpuContext::new()?;
     let timestamps = ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
@@ -234,6 +245,22 @@ fn main() -> Result<(), BoxError> {
         renderer.set_instances(&ctx, &instances)?;
         let mut compute = ComputeCrowdRenderer::new(&ctx, &mesh, width, height)?;
         compute.set_instances(&ctx, &instances)?;
+        let mut compute_lod = if rasters.contains(&Raster::ComputeLod) {
+            let lods = lod_chain(&mesh, &lod_ratios)?;
+            let mut levels = vec![LodLevel {
+                mesh: &mesh,
+                error: 0.0,
+            }];
+            levels.extend(lods.iter().map(|l| LodLevel {
+                mesh: &l.mesh,
+                error: l.error,
+            }));
+            let mut r = ComputeCrowdRenderer::with_lods(&ctx, &levels, width, height)?;
+            r.set_instances(&ctx, &instances)?;
+            Some(r)
+        } else {
+            None
+        };
         let query_count = TIMESTAMPS_PER_FRAME * frames;
         let queries = timestamps.then(|| {
             ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -312,7 +339,12 @@ fn main() -> Result<(), BoxError> {
                         }),
                         _ => None,
                     };
-                    compute.encode(&ctx, &mut enc, palette, &camera, tw);
+                    match (raster, &compute_lod) {
+                        (Raster::ComputeLod, Some(r)) => {
+                            r.encode(&ctx, &mut enc, palette, &camera, tw);
+                        }
+                        _ => compute.encode(&ctx, &mut enc, palette, &camera, tw),
+                    }
                 }
                 let sub = ctx.queue.submit([enc.finish()]);
                 ring.submitted(Some(sub));
@@ -394,10 +426,14 @@ fn main() -> Result<(), BoxError> {
                 && raster != Raster::ComputeSkinOnly
             {
                 std::fs::create_dir_all(dir)?;
-                let image = if raster == Raster::Hardware {
-                    renderer.render_ring(&ctx, &mut ring, &instances, &camera)?
-                } else {
-                    compute.render_ring(&ctx, &mut ring, &instances, &camera)?
+                let image = match (raster, compute_lod.as_mut()) {
+                    (Raster::Hardware, _) => {
+                        renderer.render_ring(&ctx, &mut ring, &instances, &camera)?
+                    }
+                    (Raster::ComputeLod, Some(r)) => {
+                        r.render_ring(&ctx, &mut ring, &instances, &camera)?
+                    }
+                    _ => compute.render_ring(&ctx, &mut ring, &instances, &camera)?,
                 };
                 image.save_png(dir.join(format!("fox_crowd_{}_{n}.png", raster.name())))?;
                 ring.write(&ctx, len, |p| animator.run_frame_into(&mut store, dt, p))??;

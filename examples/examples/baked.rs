@@ -8,16 +8,17 @@
 //! frame, `--counts 10000,100000` measures several crowd sizes in one run, `--cpu-path N`
 //! also times the nine-job CPU pipeline on N characters for comparison, `--half` uploads
 //! RGBA16F, `--raster compute,hardware` draws every crowd size with the compute rasteriser
-//! (`sinew_gpu::raster`) and the graphics pipeline one after the other. See `--help`.
+//! (`sinew_gpu::raster`) and the graphics pipeline one after the other; `compute-lod` is the compute
+//! rasteriser with a LOD chain (`--lod-mesh 0.25,0.06`, `--lod-pixel-error 1`). See `--help`.
 
 use clap::Parser;
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec4};
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::GpuContext;
-use sinew_gpu::raster::ComputeBakedRenderer;
+use sinew_gpu::raster::{ComputeBakedRenderer, LodLevel};
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
+use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh, lod_chain};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
 use sinew_jobs::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, RootMotion, SkinRef, animated};
@@ -70,12 +71,21 @@ struct Args {
     /// other.
     #[arg(long, value_delimiter = ',', default_value = "hardware")]
     raster: Vec<RasterKind>,
+    /// LOD chain for `--raster compute-lod`: triangle ratios of the simplified levels
+    /// (`sinew_jobs::asset::lod_chain`), e.g. 0.25,0.06.
+    #[arg(long, value_delimiter = ',', default_value = "0.25,0.06")]
+    lod_mesh: Vec<f32>,
+    /// Largest projected simplification error (pixels) a LOD level may show.
+    #[arg(long, default_value_t = 1.0)]
+    lod_pixel_error: f32,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum RasterKind {
     Hardware,
     Compute,
+    /// The compute rasteriser with the `--lod-mesh` chain.
+    ComputeLod,
 }
 
 struct Model {
@@ -297,6 +307,40 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let (w, h) = (args.width, args.height);
     let mut renderer = BakedRenderer::new(&ctx, &anim, w, h)?;
     let mut compute = ComputeBakedRenderer::new(&ctx, &anim, &m.mesh, w, h)?;
+    let mut compute_lod = if args.raster.contains(&RasterKind::ComputeLod) {
+        let t = Instant::now();
+        let lods = lod_chain(&m.mesh, &args.lod_mesh)?;
+        println!(
+            "LOD chain in {:.0} ms: level 0 {} triangles; {}",
+            ms(t.elapsed()),
+            m.mesh.indices().len() / 3,
+            lods.iter()
+                .enumerate()
+                .map(|(i, l)| format!(
+                    "level {} {} triangles ({} vertices), error {:.4} ({:.2} % of the model's size)",
+                    i + 1,
+                    l.mesh.indices().len() / 3,
+                    l.mesh.positions().len(),
+                    l.error,
+                    100.0 * l.error / model_size(&m.mesh)
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        let mut levels = vec![LodLevel {
+            mesh: &m.mesh,
+            error: 0.0,
+        }];
+        levels.extend(lods.iter().map(|l| LodLevel {
+            mesh: &l.mesh,
+            error: l.error,
+        }));
+        let mut r = ComputeBakedRenderer::with_lods(&ctx, &anim, &levels, w, h)?;
+        r.options_mut().lod_pixel_error = args.lod_pixel_error;
+        Some(r)
+    } else {
+        None
+    };
     println!(
         "\n| model | raster | characters | vertices/frame | GPU ms/frame (median) | raster pass | big triangles | resolve | wall ms/frame (median) | CPU ms/frame (median) | instance buffer MiB |"
     );
@@ -310,6 +354,11 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         match kind {
             RasterKind::Hardware => renderer.set_instances(&ctx, &anim, &instances)?,
             RasterKind::Compute => compute.set_instances(&ctx, &anim, &instances)?,
+            RasterKind::ComputeLod => {
+                if let Some(r) = compute_lod.as_mut() {
+                    r.set_instances(&ctx, &anim, &instances)?;
+                }
+            }
         }
         // Look at the whole crowd from above one corner.
         let eye = Vec3::new(-half * 1.1, half.max(spacing * 2.0) * 0.9, -half * 1.1)
@@ -329,8 +378,12 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
                     let timing = renderer.render(&ctx, &anim, vp, t)?;
                     (timing.gpu.map(ms), timing.wall.map(ms), ms(timing.cpu))
                 }
-                RasterKind::Compute => {
-                    let timing = compute.render(&ctx, &anim, vp, t)?;
+                RasterKind::Compute | RasterKind::ComputeLod => {
+                    let r = match (kind, compute_lod.as_mut()) {
+                        (RasterKind::ComputeLod, Some(r)) => r,
+                        _ => &mut compute,
+                    };
+                    let timing = r.render(&ctx, &anim, vp, t)?;
                     if let (Some(g), true) = (timing.gpu, f >= 3) {
                         passes[0].push(ms(g.raster));
                         passes[1].push(ms(g.big));
@@ -372,6 +425,13 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             median(&mut cpu),
             std::mem::size_of_val(instances.as_slice()) as f64 / (1024.0 * 1024.0)
         );
+        if let (RasterKind::ComputeLod, Some(r)) = (kind, compute_lod.as_mut()) {
+            // One more frame, counting the instances per level (not timed).
+            r.options_mut().count_levels = true;
+            r.render(&ctx, &anim, vp, args.frames as f32 / 60.0)?;
+            r.options_mut().count_levels = false;
+            println!("  instances per LOD level: {:?}", r.level_counts(&ctx)?);
+        }
         last = Some(kind);
     }
     if let Some(n) = args.cpu_path {
@@ -388,6 +448,10 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             let rgba = match kind {
                 RasterKind::Hardware => renderer.read_pixels(&ctx)?,
                 RasterKind::Compute => compute.read_pixels(&ctx)?,
+                RasterKind::ComputeLod => match &compute_lod {
+                    Some(r) => r.read_pixels(&ctx)?,
+                    None => continue,
+                },
             };
             let path = if args.raster.len() > 1 {
                 let stem = path

@@ -7,7 +7,7 @@ use glam::{Mat4, Vec3};
 use sinew_jobs::asset::SkinnedMesh;
 
 use super::{
-    BAKED_MATERIAL_BITS, ComputeRasterOptions, FrameLook, FrameQueries, RASTER_MAX_BONES,
+    BAKED_MATERIAL_BITS, ComputeRasterOptions, FrameLook, FrameQueries, LodLevel, RASTER_MAX_BONES,
     RASTER_WGSL, RasterCore, RasterGpuTimes, bind_pose_sphere,
 };
 use crate::baked::{BakedAnimationGpu, BakedInstance, Globals, common_layout, wait};
@@ -55,6 +55,29 @@ impl ComputeBakedRenderer {
         width: u32,
         height: u32,
     ) -> Result<Self, GpuError> {
+        Self::with_lods(ctx, anim, &[LodLevel { mesh, error: 0.0 }], width, height)
+    }
+
+    /// [`ComputeBakedRenderer::new`] with a LOD chain: `levels[0]` is the mesh `anim` was
+    /// uploaded with, the others simplified versions sharing its bones (for instance
+    /// `sinew_jobs::asset::lod_chain`); each instance draws the coarsest level whose error is
+    /// at most [`ComputeRasterOptions::lod_pixel_error`] pixels on screen.
+    ///
+    /// # Errors
+    /// As [`ComputeBakedRenderer::new`]; [`GpuError::InvalidInput`] for a chain
+    /// [`super::cluster_chain`] refuses.
+    pub fn with_lods(
+        ctx: &GpuContext,
+        anim: &BakedAnimationGpu,
+        levels: &[LodLevel<'_>],
+        width: u32,
+        height: u32,
+    ) -> Result<Self, GpuError> {
+        let Some(mesh) = levels.first().map(|l| l.mesh) else {
+            return Err(GpuError::InvalidInput {
+                what: format!("{LABEL}: empty LOD chain"),
+            });
+        };
         if anim.bone_count > RASTER_MAX_BONES || mesh.bone_count() != anim.bone_count as usize {
             return Err(GpuError::InvalidInput {
                 what: format!(
@@ -73,7 +96,15 @@ impl ComputeBakedRenderer {
         );
         let options =
             ComputeRasterOptions::with_cull_sphere(bind_pose_sphere(mesh.positions(), 2.0));
-        let core = RasterCore::new(ctx, LABEL, source, &layout, mesh, (width, height), options)?;
+        let core = RasterCore::new(
+            ctx,
+            LABEL,
+            source,
+            &layout,
+            levels,
+            (width, height),
+            options,
+        )?;
         let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("raster baked globals"),
             size: std::mem::size_of::<Globals>() as u64,
@@ -207,6 +238,15 @@ impl ComputeBakedRenderer {
             None => None,
         };
         Ok(RasterFrameTiming { cpu, wall, gpu })
+    }
+
+    /// Instances drawn at each LOD level by the last frame rendered with
+    /// [`ComputeRasterOptions::count_levels`] on (blocking).
+    ///
+    /// # Errors
+    /// [`GpuError::Map`], [`GpuError::Poll`].
+    pub fn level_counts(&self, ctx: &GpuContext) -> Result<Vec<u32>, GpuError> {
+        self.core.read_level_counts(ctx)
     }
 
     /// Reads the last frame's image back as tightly packed RGBA8 rows (blocking).

@@ -37,10 +37,19 @@
 //! per-pixel normal). Nearest wins; only 32-bit atomics are needed (portable WGSL, runs on
 //! lavapipe).
 //!
-//! Differences from the hardware path, by design: no near-plane clipping (a triangle with a
-//! vertex behind the eye plane is dropped; pixels in front of the near plane are rejected),
-//! pixel-centre coverage with inclusive edges (no top-left rule: shared edges are written
-//! twice, harmlessly), screen-space (not perspective-correct) interpolation of depth and light
+//! Near plane: a vertex in front of the near plane (behind the eye included) is marked, and a
+//! triangle with one or two marked vertices is re-skinned, clipped against the near plane in
+//! clip space and drawn as one or two triangles (like the graphics pipeline's clipping).
+//!
+//! Level of detail ([`LodLevel`], `with_lods` on both renderers): the levels of a chain share
+//! the vertex and cluster buffers; per instance, invocation 0 picks the coarsest level whose
+//! error (model units × the world transform's largest scale) projects to at most
+//! [`ComputeRasterOptions::lod_pixel_error`] pixels at the near side of the LOD sphere (the
+//! bind pose's bounding sphere with twice its radius): `error × focal_px / (w_centre −
+//! radius)`, level 0 when that sphere reaches the eye plane.
+//!
+//! Differences from the hardware path, by design: pixel-centre coverage with inclusive edges
+//! (no top-left rule: shared edges are written twice, harmlessly), screen-space (not perspective-correct) interpolation of depth and light
 //! across a triangle (exact for depth, which is affine in screen space).
 #![forbid(unsafe_code)]
 
@@ -70,6 +79,19 @@ pub const BAKED_MATERIAL_BITS: u32 = 3;
 /// Timestamp queries one frame writes (raster start, raster end, big end, resolve end).
 pub const TIMESTAMPS_PER_FRAME: u32 = 4;
 const MAX_GROUPS_X: u32 = 65_535;
+/// Most levels in a renderer's LOD chain (the uniform's level table).
+pub const MAX_LOD_LEVELS: usize = 8;
+
+/// One level of a LOD chain: a mesh with the same bones as level 0 and its geometric error in
+/// model units (0 for the full mesh; `sinew_jobs::asset::MeshLod::error` for a simplified
+/// one). Levels are ordered finest first with non-decreasing errors.
+#[derive(Clone, Copy, Debug)]
+pub struct LodLevel<'a> {
+    /// The level's mesh.
+    pub mesh: &'a SkinnedMesh,
+    /// Largest distance from the full mesh's surface, model units.
+    pub error: f32,
+}
 const BIG_TRIANGLE_BYTES: u64 = 64;
 
 /// Tuning knobs of the compute rasteriser.
@@ -88,6 +110,14 @@ pub struct ComputeRasterOptions {
     pub cull_sphere: Option<(Vec3, f32)>,
     /// What the raster pass does (timing only: [`RasterWork::SkinOnly`] draws nothing).
     pub work: RasterWork,
+    /// Level of detail: each instance draws the coarsest level of its chain whose
+    /// [`LodLevel::error`], projected at the near side of the instance's LOD sphere, is at
+    /// most this many pixels (see the [module documentation](self)). Default 1.0; 0 keeps
+    /// level 0.
+    pub lod_pixel_error: f32,
+    /// Count the instances drawn at each level (one atomic per drawn instance; read with
+    /// `read_level_counts`). Off by default (it costs time at a million instances).
+    pub count_levels: bool,
 }
 
 impl ComputeRasterOptions {
@@ -98,6 +128,8 @@ impl ComputeRasterOptions {
             big_triangle_capacity: 1 << 16,
             cull_sphere,
             work: RasterWork::Full,
+            lod_pixel_error: 1.0,
+            count_levels: false,
         }
     }
 }
@@ -177,11 +209,19 @@ pub(crate) struct RasterParams {
     flags: u32,
     bone_count: u32,
     vertex_stride: u32,
-    pad: [u32; 2],
+    level_count: u32,
+    lod_scale: f32,
+    lod_pixel_error: f32,
+    pad: [u32; 3],
+    /// Model-space sphere (centre, radius) whose near side the level choice projects.
+    lod_sphere: [f32; 4],
+    /// Per level: first cluster, cluster count, error (f32 bits), 0.
+    levels: [[u32; 4]; MAX_LOD_LEVELS],
 }
 
 const FLAG_SRGB: u32 = 1;
 const FLAG_SKIN_ONLY: u32 = 2;
+const FLAG_COUNT_LEVELS: u32 = 4;
 
 /// Per-frame inputs of [`RasterCore::params`] that depend on the vertex source.
 pub(crate) struct FrameLook {
@@ -260,6 +300,10 @@ pub(crate) struct RasterCore {
     big_args: wgpu::Buffer,
     color: wgpu::Buffer,
     readback: wgpu::Buffer,
+    level_counts: wgpu::Buffer,
+    level_counts_read: wgpu::Buffer,
+    levels: Vec<[u32; 4]>,
+    lod_sphere: [f32; 4],
     pub(crate) width: u32,
     pub(crate) height: u32,
     cluster_count: u32,
@@ -308,11 +352,21 @@ fn pack_unorm16_pair(a: f32, b: f32) -> u32 {
 /// [`GpuError::InvalidInput`] for a mesh without triangles, an index past the vertices or a
 /// joint index over 65 535.
 pub fn cluster_mesh(mesh: &SkinnedMesh) -> Result<ClusteredMesh, GpuError> {
+    cluster_mesh_stride(mesh, false)
+}
+
+fn has_extra_influences(mesh: &SkinnedMesh) -> bool {
+    mesh.weights_extra().iter().flatten().any(|w| *w != 0.0)
+}
+
+/// [`cluster_mesh`] with the 8-influence layout forced when `force_extra` (a LOD chain shares
+/// one vertex stride).
+fn cluster_mesh_stride(mesh: &SkinnedMesh, force_extra: bool) -> Result<ClusteredMesh, GpuError> {
     let what = |w: String| GpuError::InvalidInput {
         what: format!("compute raster: mesh '{}': {w}", mesh.name()),
     };
     let n = mesh.positions().len();
-    let extra = mesh.weights_extra().iter().flatten().any(|w| *w != 0.0);
+    let extra = force_extra || has_extra_influences(mesh);
     let stride = if extra { 3 } else { 2 };
     let joint_pair = |j: [u32; 4]| -> Result<[u32; 2], GpuError> {
         if let Some(bad) = j.iter().find(|j| **j > 0xffff) {
@@ -469,18 +523,122 @@ pub fn cluster_mesh(mesh: &SkinnedMesh) -> Result<ClusteredMesh, GpuError> {
     })
 }
 
+/// A LOD chain clustered into one vertex buffer and one cluster buffer: the clusters of all
+/// levels, level after level, then all triangles; the level table gives each level's range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusteredChain {
+    /// All levels' vertices (one stride).
+    pub vertex_words: Vec<u32>,
+    /// Cluster headers of every level, then the triangles (as [`ClusteredMesh::mesh_words`]).
+    pub mesh_words: Vec<u32>,
+    /// Per level: first cluster, cluster count, error (f32 bits), 0.
+    pub levels: Vec<[u32; 4]>,
+    /// `vec4<u32>` per vertex.
+    pub vertex_stride: u32,
+    /// Clusters of all levels.
+    pub cluster_count: u32,
+    /// Vertices skinned per instance at each level.
+    pub level_vertices: Vec<usize>,
+    /// Triangles per level.
+    pub level_triangles: Vec<usize>,
+}
+
+/// Clusters every level of a LOD chain into shared buffers.
+///
+/// # Errors
+/// [`GpuError::InvalidInput`] for an empty chain or one longer than [`MAX_LOD_LEVELS`], levels
+/// whose bones differ from level 0's, errors that are negative, not finite or decreasing, and
+/// [`cluster_mesh`]'s errors.
+pub fn cluster_chain(levels: &[LodLevel<'_>]) -> Result<ClusteredChain, GpuError> {
+    let bad = |what: String| GpuError::InvalidInput {
+        what: format!("compute raster LOD chain: {what}"),
+    };
+    let Some(first) = levels.first() else {
+        return Err(bad("no levels".into()));
+    };
+    if levels.len() > MAX_LOD_LEVELS {
+        return Err(bad(format!(
+            "{} levels (at most {MAX_LOD_LEVELS})",
+            levels.len()
+        )));
+    }
+    let mut previous = 0.0f32;
+    for (i, l) in levels.iter().enumerate() {
+        if l.mesh.bones() != first.mesh.bones() {
+            return Err(bad(format!(
+                "level {i} ('{}') has other bones than level 0 ('{}')",
+                l.mesh.name(),
+                first.mesh.name()
+            )));
+        }
+        if !(l.error.is_finite() && l.error >= previous) {
+            return Err(bad(format!(
+                "level {i} error {} (finite, ≥ 0 and non-decreasing)",
+                l.error
+            )));
+        }
+        previous = l.error;
+    }
+    let extra = levels.iter().any(|l| has_extra_influences(l.mesh));
+    let clustered = levels
+        .iter()
+        .map(|l| cluster_mesh_stride(l.mesh, extra))
+        .collect::<Result<Vec<_>, _>>()?;
+    let total: u32 = clustered.iter().map(|c| c.cluster_count).sum();
+    let stride = clustered.first().map_or(2, |c| c.vertex_stride);
+    let mut vertex_words = Vec::new();
+    let mut headers = Vec::with_capacity(4 * total as usize);
+    let mut triangles = Vec::new();
+    let mut table = Vec::new();
+    for (c, l) in clustered.iter().zip(levels) {
+        let vertex_base = (vertex_words.len() / (4 * stride as usize)) as u32;
+        let own_header = 4 * c.cluster_count;
+        table.push([
+            (headers.len() / 4) as u32,
+            c.cluster_count,
+            l.error.to_bits(),
+            0,
+        ]);
+        for h in c.mesh_words[..own_header as usize].chunks_exact(4) {
+            headers.extend_from_slice(&[
+                h[0] + vertex_base,
+                h[1],
+                4 * total + triangles.len() as u32 + (h[2] - own_header),
+                h[3],
+            ]);
+        }
+        triangles.extend_from_slice(&c.mesh_words[own_header as usize..]);
+        vertex_words.extend_from_slice(&c.vertex_words);
+    }
+    headers.extend_from_slice(&triangles);
+    Ok(ClusteredChain {
+        vertex_words,
+        mesh_words: headers,
+        levels: table,
+        vertex_stride: stride,
+        cluster_count: total,
+        level_vertices: clustered.iter().map(|c| c.cluster_vertices).collect(),
+        level_triangles: levels.iter().map(|l| l.mesh.indices().len() / 3).collect(),
+    })
+}
+
 impl RasterCore {
     /// `source` is the full WGSL (vertex source + [`RASTER_WGSL`]); `group0_layout` the
-    /// source's own bindings.
+    /// source's own bindings; `levels` the LOD chain (level 0 alone for no LOD).
     pub(crate) fn new(
         ctx: &GpuContext,
         label: &str,
         source: String,
         group0_layout: &wgpu::BindGroupLayout,
-        mesh: &SkinnedMesh,
+        levels: &[LodLevel<'_>],
         (width, height): (u32, u32),
         options: ComputeRasterOptions,
     ) -> Result<Self, GpuError> {
+        let Some(mesh) = levels.first().map(|l| l.mesh) else {
+            return Err(GpuError::InvalidInput {
+                what: format!("{label}: no mesh (empty LOD chain)"),
+            });
+        };
         let max = ctx.limits.max_texture_dimension_2d;
         if width == 0 || height == 0 || width > max || height > max {
             return Err(GpuError::InvalidInput {
@@ -523,7 +681,9 @@ impl RasterCore {
                 ),
             });
         }
-        let clustered = cluster_mesh(mesh)?;
+        let clustered = cluster_chain(levels)?;
+        let lod_sphere = bind_pose_sphere(mesh.positions(), 2.0)
+            .map_or([0.0, 0.0, 0.0, -1.0], |(c, r)| [c.x, c.y, c.z, r]);
         let vertices = crate::baked::storage_init(
             ctx,
             "raster vertices",
@@ -549,6 +709,18 @@ impl RasterCore {
         let big_count = storage("raster big count", 16, wgpu::BufferUsages::empty());
         let big_args = storage("raster big args", 16, wgpu::BufferUsages::INDIRECT);
         let color = storage("raster colour", pixels_bytes, wgpu::BufferUsages::COPY_SRC);
+        let counts_bytes = 4 * MAX_LOD_LEVELS as u64;
+        let level_counts = storage(
+            "raster level counts",
+            counts_bytes,
+            wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        );
+        let level_counts_read = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("raster level counts read"),
+            size: counts_bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("raster read-back"),
             size: pixels_bytes,
@@ -581,6 +753,7 @@ impl RasterCore {
                 storage_entry(5, false),
                 storage_entry(6, false),
                 storage_entry(7, false),
+                storage_entry(8, false),
             ],
         });
         let group2_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -644,6 +817,10 @@ impl RasterCore {
             big_args,
             color,
             readback,
+            level_counts,
+            level_counts_read,
+            levels: clustered.levels,
+            lod_sphere,
             width,
             height,
             cluster_count: clustered.cluster_count,
@@ -706,6 +883,7 @@ impl RasterCore {
                     entry(5, &self.big),
                     entry(6, &self.big_count),
                     entry(7, &self.color),
+                    entry(8, &self.level_counts),
                 ],
             }));
             self.instances = Some(buffer);
@@ -736,6 +914,22 @@ impl RasterCore {
         if o.work == RasterWork::SkinOnly {
             flags |= FLAG_SKIN_ONLY;
         }
+        if o.count_levels {
+            flags |= FLAG_COUNT_LEVELS;
+        }
+        let mut levels = [[0u32; 4]; MAX_LOD_LEVELS];
+        for (slot, l) in levels.iter_mut().zip(&self.levels) {
+            *slot = *l;
+        }
+        // Pixels per model unit at clip w = 1: half the height times the length of view_proj's
+        // y row over that of its w row (for a perspective camera: the focal length in pixels;
+        // w is the view depth).
+        let wlen = vp.row(3).truncate().length();
+        let lod_scale = if wlen > 0.0 {
+            (0.5 * f64::from(self.height) * vp.row(1).truncate().length() / wlen) as f32
+        } else {
+            0.0
+        };
         RasterParams {
             clip_x: row(0),
             clip_y: row(1),
@@ -762,7 +956,16 @@ impl RasterCore {
             flags,
             bone_count: look.bone_count,
             vertex_stride: self.vertex_stride,
-            pad: [0; 2],
+            level_count: self.levels.len() as u32,
+            lod_scale,
+            lod_pixel_error: if o.lod_pixel_error.is_finite() {
+                o.lod_pixel_error.max(0.0)
+            } else {
+                0.0
+            },
+            pad: [0; 3],
+            lod_sphere: self.lod_sphere,
+            levels,
         }
     }
 
@@ -780,6 +983,9 @@ impl RasterCore {
         let Some(group1) = &self.group1 else {
             return;
         };
+        if self.options.count_levels {
+            encoder.clear_buffer(&self.level_counts, 0, None);
+        }
         let tw = |begin: Option<u32>, end: u32| {
             timestamps.map(|t| wgpu::ComputePassTimestampWrites {
                 query_set: t.query_set,
@@ -825,6 +1031,35 @@ impl RasterCore {
             pass.set_bind_group(1, group1, &[]);
             pass.dispatch_workgroups(self.width.div_ceil(8), self.height.div_ceil(8), 1);
         }
+    }
+
+    /// The instances drawn at each level by the last frame encoded with
+    /// [`ComputeRasterOptions::count_levels`] (blocking; zeros without it).
+    ///
+    /// # Errors
+    /// [`GpuError::Map`], [`GpuError::Poll`].
+    pub(crate) fn read_level_counts(&self, ctx: &GpuContext) -> Result<Vec<u32>, GpuError> {
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("raster level counts"),
+            });
+        encoder.copy_buffer_to_buffer(
+            &self.level_counts,
+            0,
+            &self.level_counts_read,
+            0,
+            self.level_counts_read.size(),
+        );
+        let sub = ctx.queue.submit([encoder.finish()]);
+        crate::baked::wait(ctx, Some(sub))?;
+        let bytes =
+            crate::baked::read_buffer(ctx, &self.level_counts_read, self.level_counts_read.size())?;
+        Ok(bytes
+            .chunks_exact(4)
+            .take(self.levels.len())
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
 
     /// Records the copy of the resolved image into the read-back buffer.

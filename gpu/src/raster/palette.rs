@@ -4,7 +4,8 @@ use glam::Vec3;
 use sinew_jobs::asset::SkinnedMesh;
 
 use super::{
-    ComputeRasterOptions, FrameLook, RASTER_WGSL, RasterCore, RasterTimestamps, bind_pose_sphere,
+    ComputeRasterOptions, FrameLook, LodLevel, RASTER_WGSL, RasterCore, RasterTimestamps,
+    bind_pose_sphere,
 };
 use crate::context::{GpuContext, GpuError};
 use crate::palette_ring::{ENTRY_BYTES, PaletteRing};
@@ -45,6 +46,27 @@ impl ComputeCrowdRenderer {
         width: u32,
         height: u32,
     ) -> Result<Self, GpuError> {
+        Self::with_lods(ctx, &[LodLevel { mesh, error: 0.0 }], width, height)
+    }
+
+    /// [`ComputeCrowdRenderer::new`] with a LOD chain (`levels[0]` the full mesh, the others
+    /// simplified versions sharing its bones); each instance draws the coarsest level whose
+    /// error is at most [`ComputeRasterOptions::lod_pixel_error`] pixels on screen.
+    ///
+    /// # Errors
+    /// As [`ComputeCrowdRenderer::new`]; [`GpuError::InvalidInput`] for a chain
+    /// [`super::cluster_chain`] refuses.
+    pub fn with_lods(
+        ctx: &GpuContext,
+        levels: &[LodLevel<'_>],
+        width: u32,
+        height: u32,
+    ) -> Result<Self, GpuError> {
+        let Some(mesh) = levels.first().map(|l| l.mesh) else {
+            return Err(GpuError::InvalidInput {
+                what: format!("{LABEL}: empty LOD chain"),
+            });
+        };
         if mesh.indices().len() < 3 {
             return Err(GpuError::InvalidInput {
                 what: format!("{LABEL}: mesh '{}' has no triangles", mesh.name()),
@@ -70,7 +92,7 @@ impl ComputeCrowdRenderer {
             LABEL,
             source,
             &group0_layout,
-            mesh,
+            levels,
             (width, height),
             options,
         )?;
@@ -180,6 +202,15 @@ impl ComputeCrowdRenderer {
             }],
         });
         self.core.encode(ctx, encoder, &group0, &params, timestamps);
+    }
+
+    /// Instances drawn at each LOD level by the last frame encoded with
+    /// [`ComputeRasterOptions::count_levels`] on (blocking; after that frame's submission).
+    ///
+    /// # Errors
+    /// [`GpuError::Map`], [`GpuError::Poll`].
+    pub fn level_counts(&self, ctx: &GpuContext) -> Result<Vec<u32>, GpuError> {
+        self.core.read_level_counts(ctx)
     }
 
     /// Records the copy of the image into the read-back buffer.

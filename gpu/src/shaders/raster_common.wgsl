@@ -59,8 +59,18 @@ struct RasterParams {
     flags: u32,
     bone_count: u32,
     vertex_stride: u32,
+    level_count: u32,
+    // Pixels per model unit at clip w = 1 (focal length in pixels).
+    lod_scale: f32,
+    // Largest projected error (pixels) a level may have to be drawn.
+    lod_pixel_error: f32,
     pad1: u32,
     pad2: u32,
+    pad3: u32,
+    // Model-space LOD sphere (xyz centre, w radius; w < 0: always level 0).
+    lod_sphere: vec4<f32>,
+    // Per level: first cluster, cluster count, error (f32 bits, model units), 0.
+    levels: array<vec4<u32>, 8>,
 };
 
 // A listed big triangle: its three screen vertices (x px, y px, reversed depth, light),
@@ -91,19 +101,23 @@ struct RasterSourceVertex {
 @group(1) @binding(5) var<storage, read_write> raster_big: array<RasterBigTriangle>;
 @group(1) @binding(6) var<storage, read_write> raster_big_count: atomic<u32>;
 @group(1) @binding(7) var<storage, read_write> raster_color: array<u32>;
+// Instances drawn per LOD level (when RASTER_FLAG_COUNT_LEVELS).
+@group(1) @binding(8) var<storage, read_write> raster_level_counts: array<atomic<u32>, 8>;
 @group(2) @binding(0) var<storage, read_write> raster_big_args: array<u32, 4>;
 
 const RASTER_GROUP: u32 = 256u;
 const RASTER_MAX_GROUPS_X: u32 = 65535u;
 const RASTER_FLAG_SRGB: u32 = 1u;
 const RASTER_FLAG_SKIN_ONLY: u32 = 2u;
-// x of a vertex behind the eye plane (fails raster_finite).
+const RASTER_FLAG_COUNT_LEVELS: u32 = 4u;
+// x of a vertex in front of the near plane (behind the eye included): clipping path.
 const RASTER_BEHIND: f32 = 3e38;
 
 // Bone matrices of the workgroup's instance (RASTER_MAX_BONES in gpu/src/raster/mod.rs).
 var<workgroup> raster_bones: array<RasterBone, 128>;
 // The current cluster's projected vertices: x px, y px, reversed depth, light.
 var<workgroup> raster_screen: array<vec4<f32>, 256>;
+// 0: culled; else 1 + the instance's LOD level.
 var<workgroup> raster_instance_visible: u32;
 
 fn raster_bone_add(acc: RasterBone, m: RasterBone, w: f32) -> RasterBone {
@@ -169,18 +183,39 @@ fn raster_light(n: vec3<f32>) -> f32 {
     return ambient + (1.0 - ambient) * lambert;
 }
 
-// (x px, y px, reversed depth, light); x = RASTER_BEHIND behind the eye plane.
+// Clip coordinates (x, y, w - z, w) of a world position: the third is the reversed depth's
+// numerator; the near plane is where it equals w.
+fn raster_clip(position: vec3<f32>) -> vec4<f32> {
+    let h = vec4<f32>(position, 1.0);
+    return vec4<f32>(
+        dot(raster_params.clip_x, h),
+        dot(raster_params.clip_y, h),
+        dot(raster_params.depth_row, h),
+        dot(raster_params.clip_w, h),
+    );
+}
+
+// Signed distance-like value to the near plane (≥ 0 on the visible side): z_clip = w − (w − z).
+fn raster_near_side(c: vec4<f32>) -> f32 {
+    return c.w - c.z;
+}
+
+// Clip coordinates (with w > 0) → (x px, y px, reversed depth).
+fn raster_to_screen(c: vec4<f32>) -> vec3<f32> {
+    let inv = 1.0 / c.w;
+    let x = (c.x * inv + 1.0) * 0.5 * f32(raster_params.width);
+    let y = (1.0 - c.y * inv) * 0.5 * f32(raster_params.height);
+    return vec3<f32>(x, y, c.z * inv);
+}
+
+// (x px, y px, reversed depth, light); x = RASTER_BEHIND in front of the near plane (behind
+// the eye included): triangles with such a vertex take the clipping path.
 fn raster_project(v: RasterSourceVertex) -> vec4<f32> {
-    let h = vec4<f32>(v.position, 1.0);
-    let w = dot(raster_params.clip_w, h);
-    if (!(w > 0.0)) {
+    let c = raster_clip(v.position);
+    if (!(raster_near_side(c) >= 0.0 && c.w > 0.0)) {
         return vec4<f32>(RASTER_BEHIND, 0.0, 0.0, 0.0);
     }
-    let inv = 1.0 / w;
-    let x = (dot(raster_params.clip_x, h) * inv + 1.0) * 0.5 * f32(raster_params.width);
-    let y = (1.0 - dot(raster_params.clip_y, h) * inv) * 0.5 * f32(raster_params.height);
-    let d = dot(raster_params.depth_row, h) * inv;
-    return vec4<f32>(x, y, d, raster_light(v.normal));
+    return vec4<f32>(raster_to_screen(c), raster_light(v.normal));
 }
 
 // False for NaN and huge values (vertices very close to the eye plane).
@@ -273,18 +308,101 @@ fn raster_triangle(a: vec4<f32>, vb: vec4<f32>, vc: vec4<f32>, material: u32) {
     }
 }
 
+// Largest axis scale of a world transform.
+fn raster_world_scale(world: RasterBone) -> f32 {
+    let c0 = vec3<f32>(world.r0.x, world.r1.x, world.r2.x);
+    let c1 = vec3<f32>(world.r0.y, world.r1.y, world.r2.y);
+    let c2 = vec3<f32>(world.r0.z, world.r1.z, world.r2.z);
+    return sqrt(max(dot(c0, c0), max(dot(c1, c1), dot(c2, c2))));
+}
+
+fn raster_world_point(world: RasterBone, p: vec3<f32>) -> vec4<f32> {
+    let h = vec4<f32>(p, 1.0);
+    return vec4<f32>(dot(world.r0, h), dot(world.r1, h), dot(world.r2, h), 1.0);
+}
+
+// The coarsest level whose error, scaled to world units and projected at the near side of the
+// LOD sphere (clip w of the centre minus the radius), is at most lod_pixel_error pixels.
+// Level 0 when the sphere reaches the eye plane.
+fn raster_pick_level(world: RasterBone) -> u32 {
+    let s = raster_params.lod_sphere;
+    if (s.w < 0.0 || raster_params.level_count <= 1u) {
+        return 0u;
+    }
+    let scale = raster_world_scale(world);
+    let w_near = dot(raster_params.clip_w, raster_world_point(world, s.xyz)) - s.w * scale;
+    if (!(w_near > 0.0)) {
+        return 0u;
+    }
+    let px_per_unit = raster_params.lod_scale * scale / w_near;
+    var level = 0u;
+    for (var l = 1u; l < raster_params.level_count; l = l + 1u) {
+        let err = bitcast<f32>(raster_params.levels[l].z);
+        if (err * px_per_unit <= raster_params.lod_pixel_error) {
+            level = l;
+        }
+    }
+    return level;
+}
+
+// A triangle (mesh order, cluster-local indices in `packed`) with a vertex in front of the
+// near plane: re-skins its three vertices, clips the triangle against the near plane in clip
+// space (Sutherland–Hodgman: up to four vertices, light interpolated linearly in clip space)
+// and rasterises the fan; large pieces go to the big-triangle list as usual.
+fn raster_near_clipped(first_vertex: u32, packed: u32, material: u32) {
+    var c: array<vec4<f32>, 3>;
+    var l: array<f32, 3>;
+    for (var k = 0u; k < 3u; k = k + 1u) {
+        let v = raster_skin(first_vertex + ((packed >> (8u * k)) & 0xffu));
+        c[k] = raster_clip(v.position);
+        l[k] = raster_light(v.normal);
+    }
+    var out: array<vec4<f32>, 4>;
+    var out_light: array<f32, 4>;
+    var n = 0u;
+    for (var k = 0u; k < 3u; k = k + 1u) {
+        let next = (k + 1u) % 3u;
+        let fa = raster_near_side(c[k]);
+        let fb = raster_near_side(c[next]);
+        if (fa >= 0.0) {
+            out[n] = c[k];
+            out_light[n] = l[k];
+            n = n + 1u;
+        }
+        if ((fa >= 0.0) != (fb >= 0.0)) {
+            let t = fa / (fa - fb);
+            var p = mix(c[k], c[next], t);
+            // Exactly on the near plane (reversed depth 1).
+            p.z = p.w;
+            out[n] = p;
+            out_light[n] = mix(l[k], l[next], t);
+            n = n + 1u;
+        }
+    }
+    if (n < 3u) {
+        return;
+    }
+    var s: array<vec4<f32>, 4>;
+    for (var k = 0u; k < n; k = k + 1u) {
+        if (!(out[k].w > 0.0)) {
+            return;
+        }
+        s[k] = vec4<f32>(raster_to_screen(out[k]), out_light[k]);
+        s[k].z = min(s[k].z, 1.0);
+    }
+    raster_triangle(s[0], s[1], s[2], material);
+    if (n == 4u) {
+        raster_triangle(s[0], s[2], s[3], material);
+    }
+}
+
 fn raster_sphere_visible(world: RasterBone) -> bool {
     let s = raster_params.cull_sphere;
     if (s.w < 0.0) {
         return true;
     }
-    let h = vec4<f32>(s.xyz, 1.0);
-    let centre = vec4<f32>(dot(world.r0, h), dot(world.r1, h), dot(world.r2, h), 1.0);
-    let c0 = vec3<f32>(world.r0.x, world.r1.x, world.r2.x);
-    let c1 = vec3<f32>(world.r0.y, world.r1.y, world.r2.y);
-    let c2 = vec3<f32>(world.r0.z, world.r1.z, world.r2.z);
-    let scale = sqrt(max(dot(c0, c0), max(dot(c1, c1), dot(c2, c2))));
-    let radius = s.w * scale;
+    let centre = raster_world_point(world, s.xyz);
+    let radius = s.w * raster_world_scale(world);
     for (var i = 0u; i < 6u; i = i + 1u) {
         if (dot(raster_params.frustum[i], centre) < -radius) {
             return false;
@@ -304,16 +422,27 @@ fn cs_raster(
         return;
     }
     if (lid == 0u) {
-        raster_instance_visible = select(0u, 1u, raster_sphere_visible(source_world(instance)));
+        let world = source_world(instance);
+        var v = 0u;
+        if (raster_sphere_visible(world)) {
+            let level = raster_pick_level(world);
+            v = level + 1u;
+            if ((raster_params.flags & RASTER_FLAG_COUNT_LEVELS) != 0u) {
+                atomicAdd(&raster_level_counts[level], 1u);
+            }
+        }
+        raster_instance_visible = v;
     }
-    if (workgroupUniformLoad(&raster_instance_visible) == 0u) {
+    let visible = workgroupUniformLoad(&raster_instance_visible);
+    if (visible == 0u) {
         return;
     }
+    let level = raster_params.levels[visible - 1u];
     source_prepare(instance, lid);
     workgroupBarrier();
     let material = source_material(instance) & ((1u << raster_params.material_bits) - 1u);
     let skin_only = (raster_params.flags & RASTER_FLAG_SKIN_ONLY) != 0u;
-    for (var k = 0u; k < raster_params.cluster_count; k = k + 1u) {
+    for (var k = level.x; k < level.x + level.y; k = k + 1u) {
         let first_vertex = raster_mesh[4u * k];
         let vertex_count = raster_mesh[4u * k + 1u];
         let first_triangle = raster_mesh[4u * k + 2u];
@@ -330,12 +459,16 @@ fn cs_raster(
         if (!skin_only) {
             for (var t = lid; t < triangle_count; t = t + RASTER_GROUP) {
                 let packed = raster_mesh[first_triangle + t];
-                raster_triangle(
-                    raster_screen[packed & 0xffu],
-                    raster_screen[(packed >> 8u) & 0xffu],
-                    raster_screen[packed >> 16u],
-                    material,
-                );
+                let a = raster_screen[packed & 0xffu];
+                let b = raster_screen[(packed >> 8u) & 0xffu];
+                let c = raster_screen[packed >> 16u];
+                let clipped = u32(a.x == RASTER_BEHIND) + u32(b.x == RASTER_BEHIND)
+                    + u32(c.x == RASTER_BEHIND);
+                if (clipped == 0u) {
+                    raster_triangle(a, b, c, material);
+                } else if (clipped < 3u) {
+                    raster_near_clipped(first_vertex, packed, material);
+                }
             }
         }
         workgroupBarrier();
