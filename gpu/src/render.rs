@@ -687,14 +687,7 @@ impl CrowdRenderer {
         instances: &[Instance],
         camera: &Camera,
     ) -> Result<RgbaImage, GpuError> {
-        let (image, _) = self.render_inner(
-            ctx,
-            palette,
-            palette.size() / ENTRY_BYTES,
-            instances,
-            camera,
-        )?;
-        Ok(image)
+        PaletteFrame::render_buffer(self, ctx, palette, instances, camera)
     }
 
     /// [`CrowdRenderer::render`] with this frame's buffer of `ring` (after
@@ -709,19 +702,121 @@ impl CrowdRenderer {
         instances: &[Instance],
         camera: &Camera,
     ) -> Result<RgbaImage, GpuError> {
+        PaletteFrame::render_ring(self, ctx, ring, instances, camera)
+    }
+}
+
+impl PaletteFrame for CrowdRenderer {
+    const NAME: &'static str = "CrowdRenderer";
+    const ENCODER_LABEL: &'static str = "crowd render";
+
+    fn check_palette_bounds(
+        &self,
+        instances: &[Instance],
+        palette_entries: u64,
+    ) -> Result<(), GpuError> {
+        CrowdRenderer::check_palette_bounds(self, instances, palette_entries)
+    }
+
+    fn set_instances(&mut self, ctx: &GpuContext, instances: &[Instance]) -> Result<(), GpuError> {
+        CrowdRenderer::set_instances(self, ctx, instances)
+    }
+
+    fn encode_frame(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        palette: &wgpu::Buffer,
+        camera: &Camera,
+    ) {
+        self.encode(ctx, encoder, palette, camera, None);
+        self.encode_readback(encoder);
+    }
+
+    fn read_image(
+        &self,
+        ctx: &GpuContext,
+        submission: wgpu::SubmissionIndex,
+    ) -> Result<RgbaImage, GpuError> {
+        CrowdRenderer::read_image(self, ctx, submission)
+    }
+}
+
+/// What the blocking `render` / `render_ring` of a palette-driven crowd renderer
+/// ([`CrowdRenderer`], [`crate::raster::ComputeCrowdRenderer`]) are made of; they are written
+/// once here, as provided methods.
+pub(crate) trait PaletteFrame {
+    /// The renderer's name in error messages.
+    const NAME: &'static str;
+    /// The label of the command encoder of one frame.
+    const ENCODER_LABEL: &'static str;
+
+    /// Checks every instance's palette against a palette of `palette_entries`.
+    fn check_palette_bounds(
+        &self,
+        instances: &[Instance],
+        palette_entries: u64,
+    ) -> Result<(), GpuError>;
+
+    /// Uploads `instances`.
+    fn set_instances(&mut self, ctx: &GpuContext, instances: &[Instance]) -> Result<(), GpuError>;
+
+    /// Records the frame (without timestamps) and the copy into the read-back buffer.
+    fn encode_frame(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        palette: &wgpu::Buffer,
+        camera: &Camera,
+    );
+
+    /// Waits for `submission` and returns the image.
+    fn read_image(
+        &self,
+        ctx: &GpuContext,
+        submission: wgpu::SubmissionIndex,
+    ) -> Result<RgbaImage, GpuError>;
+
+    /// Draws `instances` with the whole of `palette`, waits, and returns the image.
+    fn render_buffer(
+        &mut self,
+        ctx: &GpuContext,
+        palette: &wgpu::Buffer,
+        instances: &[Instance],
+        camera: &Camera,
+    ) -> Result<RgbaImage, GpuError> {
+        let (image, _) = self.render_frame(
+            ctx,
+            palette,
+            palette.size() / ENTRY_BYTES,
+            instances,
+            camera,
+        )?;
+        Ok(image)
+    }
+
+    /// Draws with this frame's buffer of `ring` and reports the submission to the ring.
+    fn render_ring(
+        &mut self,
+        ctx: &GpuContext,
+        ring: &mut PaletteRing,
+        instances: &[Instance],
+        camera: &Camera,
+    ) -> Result<RgbaImage, GpuError> {
         let palette = ring
             .buffer()
             .cloned()
             .ok_or_else(|| GpuError::InvalidInput {
-                what: "CrowdRenderer::render_ring: the ring has no buffer".into(),
+                what: format!("{}::render_ring: the ring has no buffer", Self::NAME),
             })?;
         let (image, sub) =
-            self.render_inner(ctx, &palette, ring.len() as u64, instances, camera)?;
+            self.render_frame(ctx, &palette, ring.len() as u64, instances, camera)?;
         ring.submitted(Some(sub));
         Ok(image)
     }
 
-    fn render_inner(
+    /// One blocking frame with a palette of `palette_entries`: the image and its submission.
+    fn render_frame(
         &mut self,
         ctx: &GpuContext,
         palette: &wgpu::Buffer,
@@ -734,10 +829,9 @@ impl CrowdRenderer {
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("crowd render"),
+                label: Some(Self::ENCODER_LABEL),
             });
-        self.encode(ctx, &mut encoder, palette, camera, None);
-        self.encode_readback(&mut encoder);
+        self.encode_frame(ctx, &mut encoder, palette, camera);
         let sub = ctx.queue.submit([encoder.finish()]);
         // The read-back waits for this submission; keep a clone for the ring.
         let image = self.read_image(ctx, sub.clone())?;

@@ -8,8 +8,8 @@ use super::{
     bind_pose_sphere,
 };
 use crate::context::{GpuContext, GpuError};
-use crate::palette_ring::{ENTRY_BYTES, PaletteRing};
-use crate::render::{Camera, Instance, RgbaImage, Shading};
+use crate::palette_ring::PaletteRing;
+use crate::render::{Camera, Instance, PaletteFrame, RgbaImage, Shading};
 use crate::skin_pass::SKINNING_WGSL;
 
 const LABEL: &str = "ComputeCrowdRenderer";
@@ -249,14 +249,7 @@ impl ComputeCrowdRenderer {
         instances: &[Instance],
         camera: &Camera,
     ) -> Result<RgbaImage, GpuError> {
-        let (image, _) = self.render_inner(
-            ctx,
-            palette,
-            palette.size() / ENTRY_BYTES,
-            instances,
-            camera,
-        )?;
-        Ok(image)
+        PaletteFrame::render_buffer(self, ctx, palette, instances, camera)
     }
 
     /// [`ComputeCrowdRenderer::render`] with this frame's buffer of `ring` (after
@@ -272,38 +265,43 @@ impl ComputeCrowdRenderer {
         instances: &[Instance],
         camera: &Camera,
     ) -> Result<RgbaImage, GpuError> {
-        let palette = ring
-            .buffer()
-            .cloned()
-            .ok_or_else(|| GpuError::InvalidInput {
-                what: format!("{LABEL}::render_ring: the ring has no buffer"),
-            })?;
-        let (image, sub) =
-            self.render_inner(ctx, &palette, ring.len() as u64, instances, camera)?;
-        ring.submitted(Some(sub));
-        Ok(image)
+        PaletteFrame::render_ring(self, ctx, ring, instances, camera)
+    }
+}
+
+impl PaletteFrame for ComputeCrowdRenderer {
+    const NAME: &'static str = LABEL;
+    const ENCODER_LABEL: &'static str = "compute raster";
+
+    fn check_palette_bounds(
+        &self,
+        instances: &[Instance],
+        palette_entries: u64,
+    ) -> Result<(), GpuError> {
+        ComputeCrowdRenderer::check_palette_bounds(self, instances, palette_entries)
     }
 
-    fn render_inner(
-        &mut self,
+    fn set_instances(&mut self, ctx: &GpuContext, instances: &[Instance]) -> Result<(), GpuError> {
+        ComputeCrowdRenderer::set_instances(self, ctx, instances)
+    }
+
+    fn encode_frame(
+        &self,
         ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
         palette: &wgpu::Buffer,
-        palette_entries: u64,
-        instances: &[Instance],
         camera: &Camera,
-    ) -> Result<(RgbaImage, wgpu::SubmissionIndex), GpuError> {
-        self.check_palette_bounds(instances, palette_entries)?;
-        self.set_instances(ctx, instances)?;
-        let mut encoder = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("compute raster"),
-            });
-        self.encode(ctx, &mut encoder, palette, camera, None);
-        self.encode_readback(&mut encoder);
-        let sub = ctx.queue.submit([encoder.finish()]);
-        let image = self.read_image(ctx, sub.clone())?;
-        Ok((image, sub))
+    ) {
+        self.encode(ctx, encoder, palette, camera, None);
+        self.encode_readback(encoder);
+    }
+
+    fn read_image(
+        &self,
+        ctx: &GpuContext,
+        submission: wgpu::SubmissionIndex,
+    ) -> Result<RgbaImage, GpuError> {
+        ComputeCrowdRenderer::read_image(self, ctx, submission)
     }
 }
 
