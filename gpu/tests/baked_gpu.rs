@@ -3,81 +3,22 @@
 //! CPU mirror of the shader between frames and in cross-fades, RGBA16F, and the draw itself.
 #![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
+mod common;
+
+use common::{Model, builtin_model, context, fox_model, model_size};
 use glam::{Affine3A, Mat4, Quat, Vec3};
 use sinew_gpu::baked::compute::BakedComputeSkinner;
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat, NO_CLIP};
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
+use sinew_jobs::asset::SkinnedMesh;
 use sinew_jobs::bake_texture::{BakeTextureOptions, BakedAnimationTexture, bake_animation_texture};
-use sinew_jobs::builtin;
 use sinew_jobs::component::{
     AnimationToProcess, EntityTransform, FrameSlot, RootMotion, SkinRef, animated,
 };
-use sinew_jobs::import::import_gltf;
 use sinew_jobs::pipeline::PipelineConfig;
 use sinew_runtime::store::Store;
-use std::path::PathBuf;
-use std::sync::Arc;
-
-/// A context, or `None` (with the reason printed) only when no adapter exists at all.
-fn context() -> Option<GpuContext> {
-    match GpuContext::new() {
-        Ok(c) => Some(c),
-        Err(GpuError::NoAdapter { backends, hint }) => {
-            eprintln!("SKIPPED: no GPU adapter on {backends}: {hint}");
-            None
-        }
-        Err(e) => panic!("adapter exists but the device failed: {e}"),
-    }
-}
-
-struct Model {
-    name: &'static str,
-    rig: Arc<Rig>,
-    mesh: Arc<SkinnedMesh>,
-    clips: Vec<Arc<Clip>>,
-}
-
-fn builtin_model() -> Model {
-    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
-    Model {
-        name: "builtin",
-        rig: c.rig,
-        mesh: c.mesh,
-        clips: vec![c.idle, c.walk, c.run, c.wave],
-    }
-}
-
-fn fox_model() -> Option<Model> {
-    let path = match std::env::var_os("SINEW_ASSETS") {
-        Some(p) => PathBuf::from(p).join("gltf/Fox.glb"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/assets/gltf/Fox.glb"),
-    };
-    if !path.exists() {
-        eprintln!(
-            "SKIPPED Fox: {} not found (set SINEW_ASSETS to the assets folder)",
-            path.display()
-        );
-        return None;
-    }
-    let scene = import_gltf(&path, &AssetRegistry::new()).unwrap();
-    Some(Model {
-        name: "Fox",
-        rig: scene.rig,
-        mesh: scene.meshes[0].skinned_mesh.clone(),
-        clips: scene.clips,
-    })
-}
-
-fn model_size(mesh: &SkinnedMesh) -> f32 {
-    let (lo, hi) = mesh.positions().iter().fold(
-        (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)),
-        |(lo, hi), p| (lo.min(*p), hi.max(*p)),
-    );
-    (hi - lo).length()
-}
 
 /// The real pipeline (clock node off, root motion in place): one palette per (clip, time).
 fn cpu_palettes(m: &Model, requests: &[(usize, f32)]) -> Vec<Vec<[f32; 12]>> {
@@ -229,7 +170,7 @@ fn shader_matches_the_cpu_pipeline_at_frame_times_builtin() {
 #[test]
 fn shader_matches_the_cpu_pipeline_at_frame_times_fox() {
     let Some(ctx) = context() else { return };
-    let Some(fox) = fox_model() else { return };
+    let Some(fox) = fox_model("Fox") else { return };
     check_frame_times(&ctx, &fox);
 }
 
@@ -352,7 +293,7 @@ fn bad_instances_and_meshes_are_rejected() {
         anim.validate_instances(&[nan]),
         Err(GpuError::InvalidInput { .. })
     ));
-    if let Some(fox) = fox_model() {
+    if let Some(fox) = fox_model("Fox") {
         assert!(matches!(
             BakedAnimationGpu::new(&ctx, &baked, &fox.mesh, BakedTexelFormat::Rgba32Float),
             Err(GpuError::InvalidInput { .. })

@@ -10,8 +10,10 @@
 //! in-loop path give identical images. Clusters rebuild every triangle of the mesh.
 #![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
+
+use common::{Model, context, model_size};
+use std::path::Path;
 
 use glam::{Affine3A, Quat, Vec2, Vec3};
 use sinew_gpu::baked::draw::BakedRenderer;
@@ -23,61 +25,20 @@ use sinew_gpu::raster::{
 };
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance, RgbaImage};
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh, Transform};
+use sinew_jobs::asset::Transform;
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-use sinew_jobs::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
-use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::Store;
 
-fn context() -> Option<GpuContext> {
-    match GpuContext::new() {
-        Ok(c) => Some(c),
-        Err(GpuError::NoAdapter { backends, hint }) => {
-            eprintln!("SKIPPED: no GPU adapter on {backends}: {hint}");
-            None
-        }
-        Err(e) => panic!("adapter exists but the device failed: {e}"),
-    }
-}
-
-struct Model {
-    name: &'static str,
-    rig: Arc<Rig>,
-    mesh: Arc<SkinnedMesh>,
-    clips: Vec<Arc<Clip>>,
-}
-
+/// The built-in character, clips in the order walk, run, wave, idle.
 fn builtin_model() -> Model {
-    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
-    Model {
-        name: "builtin",
-        rig: c.rig,
-        mesh: c.mesh,
-        clips: vec![c.walk, c.run, c.wave, c.idle],
-    }
+    let mut m = common::builtin_model();
+    m.clips.rotate_left(1);
+    m
 }
 
 fn fox_model() -> Model {
-    let path = match std::env::var_os("SINEW_ASSETS") {
-        Some(p) => PathBuf::from(p).join("gltf/Fox.glb"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/assets/gltf/Fox.glb"),
-    };
-    let s = import_gltf(&path, &AssetRegistry::new()).unwrap();
-    Model {
-        name: "fox",
-        rig: s.rig,
-        mesh: s.meshes[0].skinned_mesh.clone(),
-        clips: s.clips,
-    }
-}
-
-fn model_size(mesh: &SkinnedMesh) -> f32 {
-    let (lo, hi) = mesh.positions().iter().fold(
-        (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)),
-        |(lo, hi), p| (lo.min(*p), hi.max(*p)),
-    );
-    (hi - lo).length()
+    common::fox_model("fox").unwrap()
 }
 
 /// Foreground mask: pixels that differ from the corner's (background) colour.

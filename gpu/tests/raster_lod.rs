@@ -13,28 +13,20 @@
 //!   clipping the compute image was empty), and a character against the camera matches too.
 #![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
+mod common;
+
+use common::context;
 use std::sync::Arc;
 
 use glam::{Affine3A, Quat, Vec3};
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
-use sinew_gpu::context::{GpuContext, GpuError};
+use sinew_gpu::context::GpuError;
 use sinew_gpu::raster::{ComputeBakedRenderer, ComputeCrowdRenderer, LodLevel};
 use sinew_gpu::render::{Camera, Instance, RgbaImage};
 use sinew_jobs::asset::{AssetRegistry, Clip, MeshLod, Rig, SkinnedMesh, lod_chain};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
 use sinew_jobs::builtin;
-
-fn context() -> Option<GpuContext> {
-    match GpuContext::new() {
-        Ok(c) => Some(c),
-        Err(GpuError::NoAdapter { backends, hint }) => {
-            eprintln!("SKIPPED: no GPU adapter on {backends}: {hint}");
-            None
-        }
-        Err(e) => panic!("adapter exists but the device failed: {e}"),
-    }
-}
 
 struct Setup {
     rig: Arc<Rig>,

@@ -1,6 +1,9 @@
 //! The WGSL RBF path against the CPU deformer, on a real adapter (lavapipe in CI).
 #![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
+mod common;
+
+use common::context;
 use std::sync::Arc;
 
 use glam::Vec3;
@@ -17,18 +20,6 @@ fn cloud(n: usize, seed: u64) -> Vec<Vec3> {
         ((s >> 11) as f64 / (1u64 << 53) as f64) as f32 * 2.0 - 1.0
     };
     (0..n).map(|_| Vec3::new(next(), next(), next())).collect()
-}
-
-/// A context, or `None` (with the reason printed) only when no adapter exists at all.
-fn context() -> Option<GpuContext> {
-    match GpuContext::new() {
-        Ok(c) => Some(c),
-        Err(GpuError::NoAdapter { backends, hint }) => {
-            eprintln!("SKIPPED: no GPU adapter on {backends}: {hint}");
-            None
-        }
-        Err(e) => panic!("adapter exists but the device failed: {e}"),
-    }
 }
 
 fn max_rel(gpu: &[Vec3], cpu: &[Vec3]) -> f32 {

@@ -11,6 +11,9 @@
 //! with root motion carry the body away from it).
 #![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
+mod common;
+
+use common::context;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -29,17 +32,6 @@ const FOX: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../shared/assets/gltf/Fox.glb"
 );
-
-fn context() -> Option<GpuContext> {
-    match GpuContext::new() {
-        Ok(c) => Some(c),
-        Err(GpuError::NoAdapter { backends, hint }) => {
-            eprintln!("SKIPPED: no GPU adapter on {backends}: {hint}");
-            None
-        }
-        Err(e) => panic!("adapter exists but the device failed: {e}"),
-    }
-}
 
 /// Pixel-centre coverage of the triangles (either winding).
 fn raster(tris: &[[Vec2; 3]], w: u32, h: u32) -> Vec<bool> {

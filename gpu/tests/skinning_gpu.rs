@@ -6,6 +6,8 @@
 //! Normal metric: `max_v |gpu_n − cpu_n|` over unit normals; bound 1e-5.
 #![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -25,22 +27,15 @@ const FOX: &str = concat!(
     "/../../shared/assets/gltf/Fox.glb"
 );
 
-/// A context, or `None` (with the reason printed) only when no adapter exists at all.
+/// A context (its adapter printed), or `None` (with the reason printed) only when no adapter
+/// exists at all.
 fn context() -> Option<GpuContext> {
-    match GpuContext::new() {
-        Ok(c) => {
-            eprintln!(
-                "adapter: {} ({:?}, {:?}), features {:?}",
-                c.adapter_info.name, c.adapter_info.backend, c.adapter_info.device_type, c.features
-            );
-            Some(c)
-        }
-        Err(GpuError::NoAdapter { backends, hint }) => {
-            eprintln!("SKIPPED: no GPU adapter on {backends}: {hint}");
-            None
-        }
-        Err(e) => panic!("adapter exists but the device failed: {e}"),
-    }
+    common::context().inspect(|c| {
+        eprintln!(
+            "adapter: {} ({:?}, {:?}), features {:?}",
+            c.adapter_info.name, c.adapter_info.backend, c.adapter_info.device_type, c.features
+        );
+    })
 }
 
 fn spawn(

@@ -1,0 +1,79 @@
+//! Fixtures shared by the GPU integration tests: the adapter, the built-in character and Fox.
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use glam::Vec3;
+use sinew_gpu::context::{GpuContext, GpuError};
+use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
+use sinew_jobs::builtin;
+use sinew_jobs::import::import_gltf;
+
+/// A context, or `None` (with the reason printed) only when no adapter exists at all.
+pub fn context() -> Option<GpuContext> {
+    match GpuContext::new() {
+        Ok(c) => Some(c),
+        Err(GpuError::NoAdapter { backends, hint }) => {
+            eprintln!("SKIPPED: no GPU adapter on {backends}: {hint}");
+            None
+        }
+        Err(e) => panic!("adapter exists but the device failed: {e}"),
+    }
+}
+
+/// A model: rig, mesh and its clips.
+pub struct Model {
+    pub name: &'static str,
+    pub rig: Arc<Rig>,
+    pub mesh: Arc<SkinnedMesh>,
+    pub clips: Vec<Arc<Clip>>,
+}
+
+/// The built-in character, clips in the order idle, walk, run, wave.
+pub fn builtin_model() -> Model {
+    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
+    Model {
+        name: "builtin",
+        rig: c.rig,
+        mesh: c.mesh,
+        clips: vec![c.idle, c.walk, c.run, c.wave],
+    }
+}
+
+/// `gltf/Fox.glb` under `SINEW_ASSETS`, else under the shared assets folder.
+pub fn fox_path() -> PathBuf {
+    match std::env::var_os("SINEW_ASSETS") {
+        Some(p) => PathBuf::from(p).join("gltf/Fox.glb"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/assets/gltf/Fox.glb"),
+    }
+}
+
+/// Fox (first mesh, all clips) named `name`, or `None` (with a message) when the file is not
+/// there.
+pub fn fox_model(name: &'static str) -> Option<Model> {
+    let path = fox_path();
+    if !path.exists() {
+        eprintln!(
+            "SKIPPED Fox: {} not found (set SINEW_ASSETS to the assets folder)",
+            path.display()
+        );
+        return None;
+    }
+    let scene = import_gltf(&path, &AssetRegistry::new()).unwrap();
+    Some(Model {
+        name,
+        rig: scene.rig,
+        mesh: scene.meshes[0].skinned_mesh.clone(),
+        clips: scene.clips,
+    })
+}
+
+/// The diagonal of the bind pose's bounding box.
+pub fn model_size(mesh: &SkinnedMesh) -> f32 {
+    let (lo, hi) = mesh.positions().iter().fold(
+        (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)),
+        |(lo, hi), p| (lo.min(*p), hi.max(*p)),
+    );
+    (hi - lo).length()
+}
