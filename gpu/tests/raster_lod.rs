@@ -21,7 +21,7 @@ use std::sync::Arc;
 use glam::{Affine3A, Quat, Vec3};
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
-use sinew_gpu::context::GpuError;
+use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_gpu::raster::{ComputeBakedRenderer, ComputeCrowdRenderer, LodLevel};
 use sinew_gpu::render::{Camera, Instance, RgbaImage};
 use sinew_jobs::asset::{AssetRegistry, Clip, MeshLod, Rig, SkinnedMesh, lod_chain};
@@ -87,14 +87,28 @@ fn mask(pixels: &[u8]) -> Vec<bool> {
         .collect()
 }
 
+/// Intersection over union of two coverage masks.
+fn mask_iou(a: &[bool], b: &[bool]) -> f32 {
+    let inter = a.iter().zip(b).filter(|(x, y)| **x && **y).count();
+    let union = a.iter().zip(b).filter(|(x, y)| **x || **y).count();
+    inter as f32 / union.max(1) as f32
+}
+
 fn iou(a: &[u8], b: &[u8]) -> (f32, usize) {
     let (ma, mb) = (mask(a), mask(b));
-    let inter = ma.iter().zip(&mb).filter(|(x, y)| **x && **y).count();
-    let union = ma.iter().zip(&mb).filter(|(x, y)| **x || **y).count();
-    (
-        inter as f32 / union.max(1) as f32,
-        ma.iter().filter(|m| **m).count(),
+    (mask_iou(&ma, &mb), ma.iter().filter(|m| **m).count())
+}
+
+/// The built-in character's clips baked (30 fps) and uploaded as RGBA32F.
+fn baked_animation(ctx: &GpuContext, s: &Setup) -> BakedAnimationGpu {
+    let baked = bake_animation_texture(
+        &s.rig,
+        &s.mesh,
+        &s.clips,
+        &BakeTextureOptions::new(30.0, ctx.limits.max_texture_dimension_2d),
     )
+    .unwrap();
+    BakedAnimationGpu::new(ctx, &baked, &s.mesh, BakedTexelFormat::Rgba32Float).unwrap()
 }
 
 /// A grid of characters in front of the camera, each `height_px`-ish pixels tall.
@@ -120,15 +134,7 @@ fn lod_images_match_the_full_mesh_at_crowd_distance() {
     let Some(ctx) = context() else { return };
     let s = setup();
     let (w, h) = (320u32, 200u32);
-    let baked = bake_animation_texture(
-        &s.rig,
-        &s.mesh,
-        &s.clips,
-        &BakeTextureOptions::new(30.0, ctx.limits.max_texture_dimension_2d),
-    )
-    .unwrap();
-    let anim =
-        BakedAnimationGpu::new(&ctx, &baked, &s.mesh, BakedTexelFormat::Rgba32Float).unwrap();
+    let anim = baked_animation(&ctx, &s);
     let size = lod_sphere(&s.mesh).1 / 2.0;
     let places = crowd(size, 5);
     let instances: Vec<BakedInstance> = places
@@ -249,15 +255,7 @@ fn level_choice_follows_projected_error() {
     );
     let vp = camera.view_proj(w as f32 / h as f32);
     // Baked source.
-    let baked = bake_animation_texture(
-        &s.rig,
-        &s.mesh,
-        &s.clips,
-        &BakeTextureOptions::new(30.0, ctx.limits.max_texture_dimension_2d),
-    )
-    .unwrap();
-    let anim =
-        BakedAnimationGpu::new(&ctx, &baked, &s.mesh, BakedTexelFormat::Rgba32Float).unwrap();
+    let anim = baked_animation(&ctx, &s);
     let instances: Vec<BakedInstance> = places
         .iter()
         .map(|p| BakedInstance::new(Affine3A::from_translation(*p), 0, 0.0, 1.0))
@@ -408,9 +406,7 @@ fn ground_crossing_the_eye_plane_matches_the_hardware_renderer() {
         let (mh, mc) = (fg(&hardware.pixels), fg(&compute.pixels));
         let nh = mh.iter().filter(|x| **x).count();
         let nc = mc.iter().filter(|x| **x).count();
-        let inter = mh.iter().zip(&mc).filter(|(a, b)| **a && **b).count();
-        let union = mh.iter().zip(&mc).filter(|(a, b)| **a || **b).count();
-        let iou = inter as f32 / union.max(1) as f32;
+        let iou = mask_iou(&mh, &mc);
         eprintln!("ground {label}: hardware {nh} px, compute {nc} px, IoU {iou:.4}");
         assert!(
             nh as f32 > 0.3 * (w * h) as f32,
@@ -433,15 +429,7 @@ fn characters_straddling_the_near_plane_match_the_hardware_renderer() {
     let Some(ctx) = context() else { return };
     let s = setup();
     let (w, h) = (320u32, 200u32);
-    let baked = bake_animation_texture(
-        &s.rig,
-        &s.mesh,
-        &s.clips,
-        &BakeTextureOptions::new(30.0, ctx.limits.max_texture_dimension_2d),
-    )
-    .unwrap();
-    let anim =
-        BakedAnimationGpu::new(&ctx, &baked, &s.mesh, BakedTexelFormat::Rgba32Float).unwrap();
+    let anim = baked_animation(&ctx, &s);
     let size = lod_sphere(&s.mesh).1 / 2.0;
     // The eye is 0.05 % of the character's size in front of its chest (bind pose), looking at
     // it obliquely with the near plane (0.2 %) cutting through the chest: the triangles
@@ -492,9 +480,7 @@ fn characters_straddling_the_near_plane_match_the_hardware_renderer() {
     }
     let (mh, nh) = coverage(&hardware);
     let (mc, nc) = coverage(&compute);
-    let inter = mh.iter().zip(&mc).filter(|(a, b)| **a && **b).count();
-    let union = mh.iter().zip(&mc).filter(|(a, b)| **a || **b).count();
-    let iou = inter as f32 / union.max(1) as f32;
+    let iou = mask_iou(&mh, &mc);
     let bottom = |m: &[bool]| m[((h - 1) * w) as usize..].iter().filter(|x| **x).count();
     eprintln!(
         "near plane: hardware {nh} px, compute {nc} px, IoU {iou:.4}; bottom row {} vs {}",
