@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Model, builtin_model, context, fox_model, model_size};
+use common::{Model, bake, builtin_model, context, fox_model, model_size};
 use glam::{Affine3A, Mat4, Quat, Vec3};
 use sinew_gpu::baked::compute::BakedComputeSkinner;
 use sinew_gpu::baked::draw::BakedRenderer;
@@ -13,7 +13,7 @@ use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat, NO_CL
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::SkinnedMesh;
-use sinew_jobs::bake_texture::{BakeTextureOptions, BakedAnimationTexture, bake_animation_texture};
+use sinew_jobs::bake_texture::BakedAnimationTexture;
 use sinew_jobs::component::{
     AnimationToProcess, EntityTransform, FrameSlot, RootMotion, SkinRef, animated,
 };
@@ -82,16 +82,6 @@ fn max_error(
         }
     }
     worst
-}
-
-fn bake(ctx: &GpuContext, m: &Model, rate: f32) -> BakedAnimationTexture {
-    bake_animation_texture(
-        &m.rig,
-        &m.mesh,
-        &m.clips,
-        &BakeTextureOptions::new(rate, ctx.limits.max_texture_dimension_2d),
-    )
-    .unwrap()
 }
 
 /// At frame times the shader's positions equal the CPU pipeline's within 1e-5 of the model

@@ -19,14 +19,12 @@ use glam::{Affine3A, Quat, Vec2, Vec3};
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::{GpuContext, GpuError};
-use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
+use sinew_gpu::palette_ring::PaletteRing;
 use sinew_gpu::raster::{
     CLUSTER_VERTICES, ComputeBakedRenderer, ComputeCrowdRenderer, cluster_mesh,
 };
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance, RgbaImage};
-use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::Transform;
-use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
 use sinew_runtime::store::Store;
 
@@ -148,15 +146,7 @@ fn palette_scene(ctx: &GpuContext, m: &Model, placements: &[(Affine3A, usize)]) 
                 .unwrap()
         })
         .collect();
-    let mut animator = Animator::new(&mut store).unwrap();
-    let entries = crowd_palette_len(&mut store).unwrap();
-    let mut ring = PaletteRing::with_best_mode(ctx, entries).unwrap();
-    let palette = ring
-        .write(ctx, entries, |p| {
-            animator.run_frame_into(&mut store, 1.0 / 60.0, p).unwrap();
-            p.to_vec()
-        })
-        .unwrap();
+    let (ring, palette) = common::first_frame(ctx, &mut store);
     let mut instances = Vec::new();
     let mut centres = Vec::new();
     for e in &ents {
@@ -268,13 +258,7 @@ fn fox_palette_crowd_matches_the_hardware_renderer() {
 
 fn check_baked(ctx: &GpuContext, m: &Model) {
     let (w, h) = (320u32, 200u32);
-    let baked = bake_animation_texture(
-        &m.rig,
-        &m.mesh,
-        &m.clips,
-        &BakeTextureOptions::new(30.0, ctx.limits.max_texture_dimension_2d),
-    )
-    .unwrap();
+    let baked = common::bake(ctx, m, 30.0);
     let anim = BakedAnimationGpu::new(ctx, &baked, &m.mesh, BakedTexelFormat::Rgba32Float).unwrap();
     let (placements, size) = row_of_three(m);
     let n = m.clips.len() as u32;
@@ -464,13 +448,7 @@ fn culled_instances_draw_nothing() {
     );
     scene.ring.submitted(None);
     // Baked: the same placements draw nothing either.
-    let baked = bake_animation_texture(
-        &m.rig,
-        &m.mesh,
-        &m.clips,
-        &BakeTextureOptions::new(30.0, ctx.limits.max_texture_dimension_2d),
-    )
-    .unwrap();
+    let baked = common::bake(&ctx, &m, 30.0);
     let anim =
         BakedAnimationGpu::new(&ctx, &baked, &m.mesh, BakedTexelFormat::Rgba32Float).unwrap();
     let instances: Vec<BakedInstance> = outside

@@ -19,9 +19,7 @@ use std::sync::Arc;
 
 use glam::{Quat, Vec2, Vec3};
 use sinew_gpu::context::{GpuContext, GpuError};
-use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance, RgbaImage};
-use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh, Transform};
 use sinew_jobs::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
@@ -119,15 +117,7 @@ fn check_render(ctx: &GpuContext, scene: &Scene, name: &str) {
                 .unwrap()
         })
         .collect();
-    let mut animator = Animator::new(&mut store).unwrap();
-    let entries = crowd_palette_len(&mut store).unwrap();
-    let mut ring = PaletteRing::with_best_mode(ctx, entries).unwrap();
-    let cpu_palette = ring
-        .write(ctx, entries, |p| {
-            animator.run_frame_into(&mut store, 1.0 / 60.0, p).unwrap();
-            p.to_vec()
-        })
-        .unwrap();
+    let (mut ring, cpu_palette) = common::first_frame(ctx, &mut store);
     // Instances and the CPU reference geometry (world space).
     let mut instances = Vec::new();
     let mut world_tris: Vec<Vec<[Vec3; 3]>> = Vec::new();

@@ -6,9 +6,14 @@ use std::sync::Arc;
 
 use glam::Vec3;
 use sinew_gpu::context::{GpuContext, GpuError};
+use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
+use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
+use sinew_jobs::bake_texture::{BakeTextureOptions, BakedAnimationTexture, bake_animation_texture};
 use sinew_jobs::builtin;
+use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
+use sinew_runtime::store::Store;
 
 /// A context, or `None` (with the reason printed) only when no adapter exists at all.
 pub fn context() -> Option<GpuContext> {
@@ -76,4 +81,30 @@ pub fn model_size(mesh: &SkinnedMesh) -> f32 {
         |(lo, hi), p| (lo.min(*p), hi.max(*p)),
     );
     (hi - lo).length()
+}
+
+/// `m`'s clips baked at `rate` frames per second.
+pub fn bake(ctx: &GpuContext, m: &Model, rate: f32) -> BakedAnimationTexture {
+    bake_animation_texture(
+        &m.rig,
+        &m.mesh,
+        &m.clips,
+        &BakeTextureOptions::new(rate, ctx.limits.max_texture_dimension_2d),
+    )
+    .unwrap()
+}
+
+/// One frame (1/60 s) of the CPU pipeline over the crowd in `store`, its palettes written into
+/// a new ring: the ring and a copy of the palettes.
+pub fn first_frame(ctx: &GpuContext, store: &mut Store) -> (PaletteRing, Vec<PaletteEntry>) {
+    let mut animator = Animator::new(store).unwrap();
+    let entries = crowd_palette_len(store).unwrap();
+    let mut ring = PaletteRing::with_best_mode(ctx, entries).unwrap();
+    let palette = ring
+        .write(ctx, entries, |p| {
+            animator.run_frame_into(store, 1.0 / 60.0, p).unwrap();
+            p.to_vec()
+        })
+        .unwrap();
+    (ring, palette)
 }
