@@ -3,8 +3,8 @@
 //! Tests read it back and compare it with the CPU pipeline.
 
 use super::{
-    BakedAnimationGpu, BakedInstance, common_layout, read_buffer, shader, storage_entry,
-    storage_init, wait,
+    BakedAnimationGpu, BakedInstance, common_bind_group, common_layout, read_buffer, shader,
+    storage_entry, storage_init, wait,
 };
 use crate::context::{GpuContext, GpuError};
 use glam::Vec3;
@@ -118,22 +118,13 @@ impl BakedComputeSkinner {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("baked compute"),
-            layout: &self.layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: uniform.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: wgpu::BindingResource::TextureView(&anim.view),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: anim.clip_table.as_entire_binding(),
-                },
+        let bind_group = common_bind_group(
+            ctx,
+            "baked compute",
+            &self.layout,
+            &uniform,
+            anim,
+            &[
                 wgpu::BindGroupEntry {
                     binding: 3,
                     resource: inst.as_entire_binding(),
@@ -147,7 +138,7 @@ impl BakedComputeSkinner {
                     resource: out.as_entire_binding(),
                 },
             ],
-        });
+        );
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {

@@ -2,8 +2,8 @@
 //! CPU writes only the 96-byte uniform (camera and global time).
 
 use super::{
-    BakedAnimationGpu, BakedInstance, BakedVertex, Globals, common_layout, read_buffer, shader,
-    wait,
+    BakedAnimationGpu, BakedInstance, BakedVertex, common_bind_group, common_layout,
+    globals_buffer, read_buffer, shader, wait,
 };
 use crate::context::{GpuContext, GpuError};
 use glam::Mat4;
@@ -159,30 +159,8 @@ impl BakedRenderer {
                 multiview_mask: None,
                 cache: None,
             });
-        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("baked globals"),
-            size: std::mem::size_of::<Globals>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("baked draw"),
-            layout: &layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: uniform.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: wgpu::BindingResource::TextureView(&anim.view),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: anim.clip_table.as_entire_binding(),
-                },
-            ],
-        });
+        let uniform = globals_buffer(ctx, "baked globals");
+        let bind_group = common_bind_group(ctx, "baked draw", &layout, &uniform, anim, &[]);
         let size = wgpu::Extent3d {
             width,
             height,

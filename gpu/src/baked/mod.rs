@@ -509,6 +509,48 @@ pub(crate) fn common_layout(
         })
 }
 
+/// A uniform buffer for one [`Globals`], written each frame.
+pub(crate) fn globals_buffer(ctx: &GpuContext, label: &str) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: std::mem::size_of::<Globals>() as u64,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+/// Bind group 0 of a [`common_layout`]: `uniform`, `anim`'s texture and clip table, then
+/// `extra`.
+pub(crate) fn common_bind_group(
+    ctx: &GpuContext,
+    label: &str,
+    layout: &wgpu::BindGroupLayout,
+    uniform: &wgpu::Buffer,
+    anim: &BakedAnimationGpu,
+    extra: &[wgpu::BindGroupEntry<'_>],
+) -> wgpu::BindGroup {
+    let mut entries = vec![
+        wgpu::BindGroupEntry {
+            binding: 0,
+            resource: uniform.as_entire_binding(),
+        },
+        wgpu::BindGroupEntry {
+            binding: 1,
+            resource: wgpu::BindingResource::TextureView(&anim.view),
+        },
+        wgpu::BindGroupEntry {
+            binding: 2,
+            resource: anim.clip_table.as_entire_binding(),
+        },
+    ];
+    entries.extend_from_slice(extra);
+    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout,
+        entries: &entries,
+    })
+}
+
 pub(crate) fn storage_entry(
     binding: u32,
     visibility: wgpu::ShaderStages,

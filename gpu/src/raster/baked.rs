@@ -10,7 +10,9 @@ use super::{
     BAKED_MATERIAL_BITS, ComputeRasterOptions, FrameLook, FrameQueries, LodLevel, RASTER_MAX_BONES,
     RASTER_WGSL, RasterCore, RasterGpuTimes, bind_pose_sphere,
 };
-use crate::baked::{BakedAnimationGpu, BakedInstance, Globals, common_layout, wait};
+use crate::baked::{
+    BakedAnimationGpu, BakedInstance, common_bind_group, common_layout, globals_buffer, wait,
+};
 use crate::context::{GpuContext, GpuError};
 
 const LABEL: &str = "ComputeBakedRenderer";
@@ -105,30 +107,8 @@ impl ComputeBakedRenderer {
             (width, height),
             options,
         )?;
-        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("raster baked globals"),
-            size: std::mem::size_of::<Globals>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let group0 = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("raster baked"),
-            layout: &layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: uniform.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: wgpu::BindingResource::TextureView(&anim.view),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: anim.clip_table.as_entire_binding(),
-                },
-            ],
-        });
+        let uniform = globals_buffer(ctx, "raster baked globals");
+        let group0 = common_bind_group(ctx, "raster baked", &layout, &uniform, anim, &[]);
         Ok(Self {
             core,
             group0,
