@@ -139,6 +139,32 @@ fn type_rank(t: wgpu::DeviceType) -> u8 {
 }
 
 impl GpuContext {
+    /// The largest storage buffer this device binds: the smaller of the storage binding and
+    /// buffer size limits.
+    pub(crate) fn storage_limit(&self) -> u64 {
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
+    }
+
+    /// [`GpuError::TooLarge`], the buffer named by `what`, when a storage buffer of `size`
+    /// bytes is over [`GpuContext::storage_limit`].
+    pub(crate) fn check_storage_size(
+        &self,
+        size: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), GpuError> {
+        let limit = self.storage_limit();
+        if size > limit {
+            return Err(GpuError::TooLarge {
+                what: what(),
+                size,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
     /// A device from [`GpuOptions::from_env`].
     ///
     /// # Errors

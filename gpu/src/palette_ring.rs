@@ -164,12 +164,6 @@ pub fn crowd_palette_len(store: &mut Store) -> Result<usize, GpuError> {
     Ok(n)
 }
 
-fn storage_limit(ctx: &GpuContext) -> u64 {
-    ctx.limits
-        .max_storage_buffer_binding_size
-        .min(ctx.limits.max_buffer_size)
-}
-
 impl PaletteRing {
     /// A ring of `slots` buffers (at least [`MIN_SLOTS`]; ignored for
     /// [`PaletteUpload::WriteBuffer`]) with room for `capacity` palette entries.
@@ -221,14 +215,7 @@ impl PaletteRing {
 
     fn allocate(&mut self, ctx: &GpuContext, capacity: u64) -> Result<(), GpuError> {
         let size = capacity.saturating_mul(ENTRY_BYTES);
-        let limit = storage_limit(ctx);
-        if size > limit {
-            return Err(GpuError::TooLarge {
-                what: format!("palette ring buffer ({capacity} entries)"),
-                size,
-                limit,
-            });
-        }
+        ctx.check_storage_size(size, || format!("palette ring buffer ({capacity} entries)"))?;
         let device = &ctx.device;
         self.slots.clear();
         self.storage = None;
@@ -354,7 +341,7 @@ impl PaletteRing {
         if want > self.capacity {
             let headroom = want + want / 2;
             let grown = headroom.div_ceil(256) * 256;
-            let limit_entries = storage_limit(ctx) / ENTRY_BYTES;
+            let limit_entries = ctx.storage_limit() / ENTRY_BYTES;
             self.allocate(ctx, grown.min(limit_entries.max(want)))?;
             stats.grew = true;
         }

@@ -39,18 +39,7 @@ pub struct GpuRbfDeformer {
 }
 
 fn storage_init(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
-    let limit = ctx
-        .limits
-        .max_storage_buffer_binding_size
-        .min(ctx.limits.max_buffer_size);
-    let size = bytes.len() as u64;
-    if size > limit {
-        return Err(GpuError::TooLarge {
-            what: format!("rbf {label} buffer"),
-            size,
-            limit,
-        });
-    }
+    ctx.check_storage_size(bytes.len() as u64, || format!("rbf {label} buffer"))?;
     // Zero-sized bindings are invalid: pad empty arrays to one element.
     let padded;
     let contents = if bytes.is_empty() {
@@ -96,17 +85,7 @@ impl GpuRbfDeformer {
         let delta_cpu = vec![[0.0f32; 4]; n_ctrl];
         let delta = storage_init(ctx, "delta", bytemuck::cast_slice(&delta_cpu))?;
         let out_size = (rest.len() * 4) as u64;
-        let limit = ctx
-            .limits
-            .max_storage_buffer_binding_size
-            .min(ctx.limits.max_buffer_size);
-        if out_size > limit {
-            return Err(GpuError::TooLarge {
-                what: "rbf output buffer".into(),
-                size: out_size,
-                limit,
-            });
-        }
+        ctx.check_storage_size(out_size, || "rbf output buffer".into())?;
         let out = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("rbf deformed positions"),
             size: out_size.max(16),

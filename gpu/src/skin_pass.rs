@@ -126,17 +126,7 @@ impl GpuSkinMesh {
 }
 
 fn storage_init(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
-    let limit = ctx
-        .limits
-        .max_storage_buffer_binding_size
-        .min(ctx.limits.max_buffer_size);
-    if bytes.len() as u64 > limit {
-        return Err(GpuError::TooLarge {
-            what: label.into(),
-            size: bytes.len() as u64,
-            limit,
-        });
-    }
+    ctx.check_storage_size(bytes.len() as u64, || label.into())?;
     let pad = [0u8; 32];
     let contents = if bytes.is_empty() { &pad[..] } else { bytes };
     Ok(ctx

@@ -95,17 +95,7 @@ impl BakedComputeSkinner {
             wgpu::BufferUsages::empty(),
         )?;
         let size = u64::from(n_inst) * u64::from(anim.vertex_count) * 16;
-        let limit = ctx
-            .limits
-            .max_storage_buffer_binding_size
-            .min(ctx.limits.max_buffer_size);
-        if size > limit {
-            return Err(GpuError::TooLarge {
-                what: "baked compute output".into(),
-                size,
-                limit,
-            });
-        }
+        ctx.check_storage_size(size, || "baked compute output".into())?;
         let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("baked compute output"),
             size,

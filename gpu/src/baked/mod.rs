@@ -444,18 +444,7 @@ pub(crate) fn storage_init(
     bytes: &[u8],
     extra: wgpu::BufferUsages,
 ) -> Result<wgpu::Buffer, GpuError> {
-    let limit = ctx
-        .limits
-        .max_storage_buffer_binding_size
-        .min(ctx.limits.max_buffer_size);
-    let size = bytes.len() as u64;
-    if size > limit {
-        return Err(GpuError::TooLarge {
-            what: format!("{label} buffer"),
-            size,
-            limit,
-        });
-    }
+    ctx.check_storage_size(bytes.len() as u64, || format!("{label} buffer"))?;
     let padded = [0u8; 16];
     let contents = if bytes.is_empty() { &padded[..] } else { bytes };
     Ok(ctx

@@ -648,21 +648,11 @@ impl RasterCore {
         let device = &ctx.device;
         let pixels_bytes = u64::from(width) * u64::from(height) * 4;
         let big_bytes = u64::from(options.big_triangle_capacity.max(1)) * BIG_TRIANGLE_BYTES;
-        let limit = ctx
-            .limits
-            .max_storage_buffer_binding_size
-            .min(ctx.limits.max_buffer_size);
         for (what, size) in [
             ("visibility buffer", pixels_bytes),
             ("big-triangle list", big_bytes),
         ] {
-            if size > limit {
-                return Err(GpuError::TooLarge {
-                    what: format!("{label}: {what}"),
-                    size,
-                    limit,
-                });
-            }
+            ctx.check_storage_size(size, || format!("{label}: {what}"))?;
         }
         let storage = |label: &str, size: u64, extra: wgpu::BufferUsages| {
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -852,17 +842,7 @@ impl RasterCore {
             what: format!("{label}: {count} instances (over u32)"),
         })?;
         let size = bytes.len() as u64;
-        let limit = ctx
-            .limits
-            .max_storage_buffer_binding_size
-            .min(ctx.limits.max_buffer_size);
-        if size > limit {
-            return Err(GpuError::TooLarge {
-                what: format!("{label}: instance buffer"),
-                size,
-                limit,
-            });
-        }
+        ctx.check_storage_size(size, || format!("{label}: instance buffer"))?;
         let reuse = self.instances.as_ref().is_some_and(|b| b.size() >= size);
         if !reuse || self.group1.is_none() {
             let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
