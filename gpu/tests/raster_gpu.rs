@@ -13,7 +13,6 @@
 mod common;
 
 use common::{Model, context, model_size};
-use std::path::Path;
 
 use glam::{Affine3A, Quat, Vec2, Vec3};
 use sinew_gpu::baked::draw::BakedRenderer;
@@ -237,8 +236,7 @@ fn check_palette(ctx: &GpuContext, m: &Model) {
         cs.options_mut().big_triangle_capacity = 16;
         let overflow = cs.render(ctx, &palette, &scene.instances, &camera).unwrap();
         assert!(inline == compute && all_big == compute && overflow == compute);
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("raster_gpu_{}_{label}.png", m.name));
+        let path = common::png_dir().join(format!("raster_gpu_{}_{label}.png", m.name));
         compute.save_png(&path).unwrap();
         eprintln!("  wrote {}", path.display());
     }

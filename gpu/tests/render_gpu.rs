@@ -256,7 +256,7 @@ fn check_render(ctx: &GpuContext, scene: &Scene, name: &str) {
     assert!(lmax - lmin > 120, "flat shading: luminance {lmin}..{lmax}");
 
     // PNG round trip.
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("render_gpu_{name}.png"));
+    let path = common::png_dir().join(format!("render_gpu_{name}.png"));
     image.save_png(&path).unwrap();
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
     let mut reader = decoder.read_info().unwrap();

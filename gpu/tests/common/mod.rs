@@ -15,6 +15,18 @@ use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::Store;
 
+/// A folder for the PNGs the tests write: cargo's per-target temporary folder where it
+/// exists (the machine that built the test), else the system's (a test binary copied to
+/// another machine, e.g. the GPU device).
+pub fn png_dir() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if built.is_dir() {
+        built
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// A context, or `None` (with the reason printed) only when no adapter exists at all.
 pub fn context() -> Option<GpuContext> {
     match GpuContext::new() {
