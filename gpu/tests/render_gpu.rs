@@ -14,7 +14,6 @@
 mod common;
 
 use common::context;
-use std::path::Path;
 use std::sync::Arc;
 
 use glam::{Quat, Vec2, Vec3};
@@ -25,11 +24,6 @@ use sinew_jobs::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::{Entity, Store};
-
-const FOX: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/assets/gltf/Fox.glb"
-);
 
 /// Pixel-centre coverage of the triangles (either winding).
 fn raster(tris: &[[Vec2; 3]], w: u32, h: u32) -> Vec<bool> {
@@ -290,7 +284,7 @@ fn builtin_crowd_renders_where_the_camera_says() {
 fn fox_crowd_renders_where_the_camera_says() {
     let Some(ctx) = context() else { return };
     let registry = AssetRegistry::new();
-    let s = import_gltf(Path::new(FOX), &registry).unwrap();
+    let s = import_gltf(&common::fox_path(), &registry).unwrap();
     let scene = Scene {
         rig: s.rig,
         mesh: s.meshes[0].skinned_mesh.clone(),

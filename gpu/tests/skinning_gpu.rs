@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use glam::{Quat, Vec3};
@@ -21,11 +20,6 @@ use sinew_jobs::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::{Entity, Store};
-
-const FOX: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/assets/gltf/Fox.glb"
-);
 
 /// A context (its adapter printed), or `None` (with the reason printed) only when no adapter
 /// exists at all.
@@ -163,7 +157,7 @@ fn compute_skinning_matches_cpu_for_builtin_character() {
 fn compute_skinning_matches_cpu_for_fox() {
     let Some(ctx) = context() else { return };
     let registry = AssetRegistry::new();
-    let scene = import_gltf(Path::new(FOX), &registry).unwrap();
+    let scene = import_gltf(&common::fox_path(), &registry).unwrap();
     let mesh = scene.meshes[0].skinned_mesh.clone();
     assert!(scene.clips.len() >= 3);
     let anims: Vec<(Arc<Clip>, f32)> = scene
