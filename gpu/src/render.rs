@@ -343,53 +343,17 @@ impl CrowdRenderer {
                 ..instance_attrs[3]
             },
         ];
-        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("crowd"),
-            layout: None,
-            vertex: wgpu::VertexState {
-                module: &module,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &[
-                    Some(wgpu::VertexBufferLayout {
-                        array_stride: std::mem::size_of::<RenderVertex>() as u64,
-                        step_mode: wgpu::VertexStepMode::Vertex,
-                        attributes: &vertex_attrs,
-                    }),
-                    Some(wgpu::VertexBufferLayout {
-                        array_stride: std::mem::size_of::<Instance>() as u64,
-                        step_mode: wgpu::VertexStepMode::Instance,
-                        attributes: &instance_attrs,
-                    }),
-                ],
-            },
-            primitive: wgpu::PrimitiveState {
-                topology: wgpu::PrimitiveTopology::TriangleList,
-                front_face: wgpu::FrontFace::Ccw,
-                cull_mode: Some(wgpu::Face::Back),
-                ..Default::default()
-            },
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: DEPTH_FORMAT,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::Less),
-                stencil: wgpu::StencilState::default(),
-                bias: wgpu::DepthBiasState::default(),
-            }),
-            multisample: wgpu::MultisampleState::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &module,
-                entry_point: Some("fs_main"),
-                compilation_options: Default::default(),
-                targets: &[Some(wgpu::ColorTargetState {
-                    format: COLOR_FORMAT,
-                    blend: None,
-                    write_mask: wgpu::ColorWrites::ALL,
-                })],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
+        let pipeline = instanced_mesh_pipeline(
+            device,
+            "crowd",
+            None,
+            &module,
+            [
+                (std::mem::size_of::<RenderVertex>(), &vertex_attrs),
+                (std::mem::size_of::<Instance>(), &instance_attrs),
+            ],
+            COLOR_FORMAT,
+        );
         let layout = pipeline.get_bind_group_layout(0);
         let size = wgpu::Extent3d {
             width,
@@ -837,4 +801,68 @@ pub(crate) trait PaletteFrame {
         let image = self.read_image(ctx, sub.clone())?;
         Ok((image, sub))
     }
+}
+
+/// The render pipeline both instanced crowd renderers use ([`CrowdRenderer`] and
+/// [`crate::baked::BakedRenderer`]): `vs_main`/`fs_main` of `module`, one per-vertex and one
+/// per-instance buffer (`(stride, attributes)` each), triangle lists with back faces culled,
+/// [`DEPTH_FORMAT`] depth with `Less`, one unblended colour target of `color_format`.
+pub(crate) fn instanced_mesh_pipeline(
+    device: &wgpu::Device,
+    label: &str,
+    layout: Option<&wgpu::PipelineLayout>,
+    module: &wgpu::ShaderModule,
+    [
+        (vertex_stride, vertex_attrs),
+        (instance_stride, instance_attrs),
+    ]: [(usize, &[wgpu::VertexAttribute]); 2],
+    color_format: wgpu::TextureFormat,
+) -> wgpu::RenderPipeline {
+    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some(label),
+        layout,
+        vertex: wgpu::VertexState {
+            module,
+            entry_point: Some("vs_main"),
+            compilation_options: Default::default(),
+            buffers: &[
+                Some(wgpu::VertexBufferLayout {
+                    array_stride: vertex_stride as u64,
+                    step_mode: wgpu::VertexStepMode::Vertex,
+                    attributes: vertex_attrs,
+                }),
+                Some(wgpu::VertexBufferLayout {
+                    array_stride: instance_stride as u64,
+                    step_mode: wgpu::VertexStepMode::Instance,
+                    attributes: instance_attrs,
+                }),
+            ],
+        },
+        primitive: wgpu::PrimitiveState {
+            topology: wgpu::PrimitiveTopology::TriangleList,
+            front_face: wgpu::FrontFace::Ccw,
+            cull_mode: Some(wgpu::Face::Back),
+            ..Default::default()
+        },
+        depth_stencil: Some(wgpu::DepthStencilState {
+            format: DEPTH_FORMAT,
+            depth_write_enabled: Some(true),
+            depth_compare: Some(wgpu::CompareFunction::Less),
+            stencil: wgpu::StencilState::default(),
+            bias: wgpu::DepthBiasState::default(),
+        }),
+        multisample: wgpu::MultisampleState::default(),
+        fragment: Some(wgpu::FragmentState {
+            module,
+            entry_point: Some("fs_main"),
+            compilation_options: Default::default(),
+            targets: &[Some(wgpu::ColorTargetState {
+                format: color_format,
+                blend: None,
+                write_mask: wgpu::ColorWrites::ALL,
+            })],
+        }),
+        multiview_mask: None,
+        cache: None,
+    })
 }

@@ -6,13 +6,14 @@ use super::{
     globals_buffer, read_buffer, shader, wait,
 };
 use crate::context::{GpuContext, GpuError};
+use crate::render::instanced_mesh_pipeline;
 use glam::Mat4;
 use std::time::{Duration, Instant};
 
 /// Colour target format (read back as RGBA8).
 pub const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 /// Depth format.
-pub const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+pub use crate::render::DEPTH_FORMAT;
 
 /// Another renderer's colour and depth targets, for [`BakedRenderer::encode_over`].
 #[derive(Clone, Copy, Debug)]
@@ -110,55 +111,17 @@ impl BakedRenderer {
         let instance_attrs = wgpu::vertex_attr_array![
             6 => Float32x4, 7 => Float32x4, 8 => Float32x4, 9 => Uint32x4, 10 => Float32x4, 11 => Float32x4
         ];
-        let pipeline = ctx
-            .device
-            .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-                label: Some("baked draw"),
-                layout: Some(&pl),
-                vertex: wgpu::VertexState {
-                    module: &module,
-                    entry_point: Some("vs_main"),
-                    compilation_options: Default::default(),
-                    buffers: &[
-                        Some(wgpu::VertexBufferLayout {
-                            array_stride: std::mem::size_of::<BakedVertex>() as u64,
-                            step_mode: wgpu::VertexStepMode::Vertex,
-                            attributes: &vertex_attrs,
-                        }),
-                        Some(wgpu::VertexBufferLayout {
-                            array_stride: std::mem::size_of::<BakedInstance>() as u64,
-                            step_mode: wgpu::VertexStepMode::Instance,
-                            attributes: &instance_attrs,
-                        }),
-                    ],
-                },
-                primitive: wgpu::PrimitiveState {
-                    topology: wgpu::PrimitiveTopology::TriangleList,
-                    front_face: wgpu::FrontFace::Ccw,
-                    cull_mode: Some(wgpu::Face::Back),
-                    ..Default::default()
-                },
-                depth_stencil: Some(wgpu::DepthStencilState {
-                    format: DEPTH_FORMAT,
-                    depth_write_enabled: Some(true),
-                    depth_compare: Some(wgpu::CompareFunction::Less),
-                    stencil: wgpu::StencilState::default(),
-                    bias: wgpu::DepthBiasState::default(),
-                }),
-                multisample: wgpu::MultisampleState::default(),
-                fragment: Some(wgpu::FragmentState {
-                    module: &module,
-                    entry_point: Some("fs_main"),
-                    compilation_options: Default::default(),
-                    targets: &[Some(wgpu::ColorTargetState {
-                        format,
-                        blend: None,
-                        write_mask: wgpu::ColorWrites::ALL,
-                    })],
-                }),
-                multiview_mask: None,
-                cache: None,
-            });
+        let pipeline = instanced_mesh_pipeline(
+            &ctx.device,
+            "baked draw",
+            Some(&pl),
+            &module,
+            [
+                (std::mem::size_of::<BakedVertex>(), &vertex_attrs),
+                (std::mem::size_of::<BakedInstance>(), &instance_attrs),
+            ],
+            format,
+        );
         let uniform = globals_buffer(ctx, "baked globals");
         let bind_group = common_bind_group(ctx, "baked draw", &layout, &uniform, anim, &[]);
         let size = wgpu::Extent3d {
