@@ -291,9 +291,9 @@ fn every_sample_matches_its_json() {
                 let node = ch["target"]["node"].as_u64().unwrap() as usize;
                 let bone = scene.node_to_bone[node].unwrap().get();
                 let channel = match ch["target"]["path"].as_str().unwrap() {
-                    "translation" => clip.translation_channels()[bone],
-                    "rotation" => clip.rotation_channels()[bone],
-                    "scale" => clip.scale_channels()[bone],
+                    "translation" => clip.bone_channels()[bone][0],
+                    "rotation" => clip.bone_channels()[bone][1],
+                    "scale" => clip.bone_channels()[bone][2],
                     p => panic!("{p}"),
                 }
                 .unwrap();

@@ -429,10 +429,8 @@ pub struct Clip {
     looping: bool,
     rig_hash: ContentHash,
     timelines: Vec<Timeline>,
-    translation: Vec<Option<Channel>>,
-    rotation: Vec<Option<Channel>>,
-    scale: Vec<Option<Channel>>,
-    /// The three channels of each bone side by side (one cache line per bone) for the sampler.
+    /// Translation, rotation and scale channel of each bone side by side (one cache line per
+    /// bone) for the sampler.
     bone_channels: Vec<[Option<Channel>; 3]>,
     vec3_values: Vec<Vec3>,
     vec3_in: Vec<Vec3>,
@@ -771,9 +769,6 @@ impl RawClip {
             bone_channels: (0..n)
                 .map(|i| [translation[i], rotation[i], scale[i]])
                 .collect(),
-            translation,
-            rotation,
-            scale,
             vec3_values,
             vec3_in,
             vec3_out,
@@ -861,23 +856,15 @@ impl Clip {
     }
     /// Number of bones (the rig's).
     pub fn bone_count(&self) -> usize {
-        self.translation.len()
+        self.bone_channels.len()
     }
     /// The shared key-time sequences.
     pub fn timelines(&self) -> &[Timeline] {
         &self.timelines
     }
-    /// Translation channel of each bone.
-    pub fn translation_channels(&self) -> &[Option<Channel>] {
-        &self.translation
-    }
-    /// Rotation channel of each bone.
-    pub fn rotation_channels(&self) -> &[Option<Channel>] {
-        &self.rotation
-    }
-    /// Scale channel of each bone.
-    pub fn scale_channels(&self) -> &[Option<Channel>] {
-        &self.scale
+    /// The translation, rotation and scale channel of each bone, in the rig's order.
+    pub fn bone_channels(&self) -> &[[Option<Channel>; 3]] {
+        &self.bone_channels
     }
     /// User curves.
     pub fn curves(&self) -> &[CurveChannel] {
@@ -1054,21 +1041,9 @@ impl Clip {
     /// timeline `i`): the sampling job's inner step. Parts without a track take `rest`.
     #[inline(always)]
     pub fn sample_bone_at(&self, bone: usize, spans: &[KeySpan], rest: &Transform) -> Transform {
-        let Some([t, r, s]) = self.bone_channels.get(bone) else {
-            return *rest;
-        };
-        let span = |c: &Channel| spans.get(c.timeline as usize).copied().unwrap_or_default();
-        Transform {
-            translation: t
-                .as_ref()
-                .map_or(rest.translation, |c| self.eval_vec3(c, &span(c))),
-            rotation: r
-                .as_ref()
-                .map_or(rest.rotation, |c| self.eval_quat(c, &span(c))),
-            scale: s
-                .as_ref()
-                .map_or(rest.scale, |c| self.eval_vec3(c, &span(c))),
-        }
+        self.sample_bone_with(bone, rest, |c| {
+            spans.get(c.timeline as usize).copied().unwrap_or_default()
+        })
     }
 
     /// Reference sampler: one bone at clip time `t` (no wrapping), searching every key. Bones
@@ -1080,34 +1055,30 @@ impl Clip {
             .get(i)
             .copied()
             .unwrap_or(Transform::IDENTITY);
-        let translation = self
-            .translation
-            .get(i)
-            .copied()
-            .flatten()
-            .map_or(rest.translation, |c| {
-                self.eval_vec3(&c, &self.locate(c.timeline, t))
-            });
-        let rotation = self
-            .rotation
-            .get(i)
-            .copied()
-            .flatten()
-            .map_or(rest.rotation, |c| {
-                self.eval_quat(&c, &self.locate(c.timeline, t))
-            });
-        let scale = self
-            .scale
-            .get(i)
-            .copied()
-            .flatten()
-            .map_or(rest.scale, |c| {
-                self.eval_vec3(&c, &self.locate(c.timeline, t))
-            });
+        self.sample_bone_with(i, &rest, |c| self.locate(c.timeline, t))
+    }
+
+    /// One bone's channels evaluated at the spans `span` gives for each channel's timeline.
+    #[inline(always)]
+    fn sample_bone_with(
+        &self,
+        bone: usize,
+        rest: &Transform,
+        span: impl Fn(&Channel) -> KeySpan,
+    ) -> Transform {
+        let Some([t, r, s]) = self.bone_channels.get(bone) else {
+            return *rest;
+        };
         Transform {
-            translation,
-            rotation,
-            scale,
+            translation: t
+                .as_ref()
+                .map_or(rest.translation, |c| self.eval_vec3(c, &span(c))),
+            rotation: r
+                .as_ref()
+                .map_or(rest.rotation, |c| self.eval_quat(c, &span(c))),
+            scale: s
+                .as_ref()
+                .map_or(rest.scale, |c| self.eval_vec3(c, &span(c))),
         }
     }
 

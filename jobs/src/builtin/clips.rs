@@ -677,9 +677,9 @@ mod tests {
             assert_eq!(key_count(clip), keys, "{}", clip.name());
             // Bone tracks share one timeline (curves have their own).
             let bone_timelines: std::collections::BTreeSet<u32> = clip
-                .rotation_channels()
+                .bone_channels()
                 .iter()
-                .chain(clip.translation_channels())
+                .flat_map(|[t, r, _]| [*r, *t])
                 .flatten()
                 .map(|c| c.timeline)
                 .collect();
@@ -692,9 +692,9 @@ mod tests {
             (&b.wave, Interpolation::Linear),
         ] {
             for c in clip
-                .rotation_channels()
+                .bone_channels()
                 .iter()
-                .chain(clip.translation_channels())
+                .flat_map(|[t, r, _]| [*r, *t])
                 .flatten()
             {
                 assert_eq!(c.interpolation, want, "{}", clip.name());
@@ -774,7 +774,7 @@ mod tests {
         }
         for clip in [&b.idle, &b.wave, &b.breathe] {
             assert!(
-                !clip.root_motion() && clip.translation_channels()[0].is_none(),
+                !clip.root_motion() && clip.bone_channels()[0][0].is_none(),
                 "{}",
                 clip.name()
             );
@@ -998,11 +998,7 @@ mod tests {
         let wave = c.wave.bake(&rig).unwrap();
         let animated = |clip: &Clip| -> Vec<usize> {
             (0..rig.bone_count())
-                .filter(|&i| {
-                    clip.translation_channels()[i].is_some()
-                        || clip.rotation_channels()[i].is_some()
-                        || clip.scale_channels()[i].is_some()
-                })
+                .filter(|&i| clip.bone_channels()[i].iter().any(Option::is_some))
                 .collect()
         };
         let waved = animated(&wave);
