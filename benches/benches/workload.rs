@@ -1,8 +1,11 @@
 //! `../shared/perf/WORKLOAD.md` through the full graph on Fox.glb: criterion time per frame for
-//! N = 1, 100, 1 000, 10 000 on 1 and 2 threads, then a table of ns/joint and the checksums.
+//! N = 1, 100, 1 000, 10 000 on 1 and 2 threads, with jobs 4, 6, 7 and 9 fused (the default)
+//! and staged (the baseline, four nodes with frame buffers between them), then a table of
+//! ns/joint and the checksums.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use sinew_examples::workload::{checksums, load_fox, run_frame, setup};
+use sinew_jobs::pipeline::PoseChain;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -30,8 +33,15 @@ fn bench(c: &mut Criterion) {
             .num_threads(threads)
             .build()
             .expect("pool");
-        for n in [1usize, 100, 1_000, 10_000] {
-            let (mut store, mut animator) = pool.install(|| setup(&fox, n)).expect("setup");
+        for (n, (mode, pose_chain)) in [1usize, 100, 1_000, 10_000].into_iter().flat_map(|n| {
+            [
+                ("staged", PoseChain::Staged),
+                ("fused", PoseChain::default()),
+            ]
+            .map(|m| (n, m))
+        }) {
+            let (mut store, mut animator) =
+                pool.install(|| setup(&fox, n, pose_chain)).expect("setup");
             let mut palette = vec![[0.0f32; 12]; n * joints];
             let mut f = 0u64;
             pool.install(|| run_frame(&mut store, &mut animator, f, &mut palette))
@@ -44,7 +54,8 @@ fn bench(c: &mut Criterion) {
             }
             let c100 = checksums(&store, &fox, &palette);
             let mut per_frame = Duration::ZERO;
-            group.bench_with_input(BenchmarkId::new(format!("{threads}t"), n), &n, |b, _| {
+            let id = BenchmarkId::new(format!("{mode}/{threads}t"), n);
+            group.bench_with_input(id, &n, |b, _| {
                 b.iter_custom(|iters| {
                     let t = Instant::now();
                     pool.install(|| {
@@ -59,9 +70,9 @@ fn bench(c: &mut Criterion) {
                 })
             });
             lines.push(format!(
-                "threads={threads} n={n}: last-sample ns/joint={:.2}  checksum_f0=({:.3}, {:.2}) checksum_f100=({:.3}, {:.2})",
+                "{mode} threads={threads} n={n}: last-sample ns/joint={:.2}  checksum_f0=({:.3}, {:.2}) checksum_f100=({:.3}, {:.2})",
                 per_frame.as_secs_f64() * 1e9 / (n * joints) as f64,
-                c0.0, c0.1, c100.0, c100.1
+                c0.0, c0.1.unwrap_or(f64::NAN), c100.0, c100.1.unwrap_or(f64::NAN)
             ));
         }
     }

@@ -2,7 +2,8 @@
 //! `ns/joint=<median>` and the checksums at frames 0 and 100.
 
 use clap::Parser;
-use sinew_examples::workload::{checksums, load_fox, run_frame, setup};
+use sinew_examples::workload::{FoxAssets, checksums, load_fox, run_frame, setup};
+use sinew_jobs::pipeline::PoseChain;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -22,6 +23,14 @@ struct Args {
     /// Timed runs (each at least 100 ms).
     #[arg(long, default_value_t = 10)]
     runs: usize,
+    /// How jobs 4, 6, 7 and 9 run: `fused` (the default pipeline), `fused-no-model` (model
+    /// matrices not kept: checksums then come from a fused run that keeps them, on the same
+    /// frames) or `staged` (four nodes with frame buffers between them).
+    #[arg(long, default_value = "fused")]
+    pose_chain: String,
+    /// Also print each node's median time per frame over the timed runs.
+    #[arg(long)]
+    jobs: bool,
 }
 
 fn main() -> ExitCode {
@@ -63,9 +72,21 @@ fn run(args: &Args) -> Result<String, String> {
         .num_threads(args.threads)
         .build()
         .map_err(|e| e.to_string())?;
+    let pose_chain = match args.pose_chain.as_str() {
+        "fused" => PoseChain::default(),
+        "fused-no-model" => PoseChain::Fused {
+            keep_model_poses: false,
+        },
+        "staged" => PoseChain::Staged,
+        other => {
+            return Err(format!(
+                "--pose-chain must be fused, fused-no-model or staged, not '{other}'"
+            ));
+        }
+    };
     pool.install(|| {
         let fox = load_fox(&args.fox)?;
-        let (mut store, mut animator) = setup(&fox, args.n)?;
+        let (mut store, mut animator) = setup(&fox, args.n, pose_chain)?;
         let joints = fox.mesh.bone_count();
         let mut palette = vec![[0.0f32; 12]; args.n * joints];
         let mut f = 0u64;
@@ -73,20 +94,26 @@ fn run(args: &Args) -> Result<String, String> {
         run_frame(&mut store, &mut animator, f, &mut palette)?;
         let c0 = checksums(&store, &fox, &palette);
         let warm = Instant::now();
-        while f < 100 || warm.elapsed() < Duration::from_millis(300) {
+        while f < 100 {
             f += 1;
             run_frame(&mut store, &mut animator, f, &mut palette)?;
-            if f == 100 {
-                break;
-            }
         }
         let c100 = checksums(&store, &fox, &palette);
+        // Without kept model matrices, their sums come from four characters run with them kept.
+        let (c0, c100) = match (c0, c100) {
+            ((p0, Some(m0)), (p100, Some(m100))) => ((p0, m0), (p100, m100)),
+            ((p0, _), (p100, _)) => {
+                let (m0, m100) = model_sums_kept(&fox)?;
+                ((p0, m0), (p100, m100))
+            }
+        };
         while warm.elapsed() < Duration::from_millis(300) {
             f += 1;
             run_frame(&mut store, &mut animator, f, &mut palette)?;
         }
         // Timed runs: each at least 100 ms of whole frames; per-run mean frame time.
         let mut per_frame = Vec::with_capacity(args.runs);
+        let mut node_times: Vec<Vec<f64>> = vec![Vec::new(); animator.timings().len()];
         for _ in 0..args.runs {
             let t = Instant::now();
             let mut frames = 0u32;
@@ -94,19 +121,48 @@ fn run(args: &Args) -> Result<String, String> {
                 f += 1;
                 run_frame(&mut store, &mut animator, f, &mut palette)?;
                 frames += 1;
+                if args.jobs {
+                    for (v, t) in node_times.iter_mut().zip(animator.timings()) {
+                        v.push(t.duration.as_secs_f64());
+                    }
+                }
             }
             per_frame.push(t.elapsed().as_secs_f64() / f64::from(frames));
         }
         per_frame.sort_by(f64::total_cmp);
+        let per_joint = |s: f64| s * 1e9 / (args.n * joints) as f64;
         let med = per_frame[per_frame.len() / 2];
-        let ns_joint = med * 1e9 / (args.n * joints) as f64;
-        let (lo, hi) = (per_frame[0] * 1e9 / (args.n * joints) as f64, per_frame[per_frame.len() - 1] * 1e9 / (args.n * joints) as f64);
-        Ok(format!(
-            "ns/joint={ns_joint:.2} spread=[{lo:.2}, {hi:.2}] n={} threads={} joints={joints} chars_per_60hz_frame={:.0} checksum_f0=({:.3}, {:.2}) checksum_f100=({:.3}, {:.2})",
+        let (lo, hi) = (per_joint(per_frame[0]), per_joint(per_frame[per_frame.len() - 1]));
+        let mut line = format!(
+            "ns/joint={:.2} spread=[{lo:.2}, {hi:.2}] n={} threads={} joints={joints} chars_per_60hz_frame={:.0} checksum_f0=({:.3}, {:.2}) checksum_f100=({:.3}, {:.2})",
+            per_joint(med),
             args.n,
             rayon::current_num_threads(),
             args.n as f64 * (1.0 / 60.0) / med,
             c0.0, c0.1, c100.0, c100.1
-        ))
+        );
+        if args.jobs {
+            for (timing, mut v) in animator.timings().iter().zip(node_times) {
+                v.sort_by(f64::total_cmp);
+                let m = v.get(v.len() / 2).copied().unwrap_or(0.0);
+                line += &format!("\n  {:<24} {:>9.1} us  {:>6.2} ns/joint", timing.name, m * 1e6, per_joint(m));
+            }
+        }
+        Ok(line)
     })
+}
+
+/// The model-matrix checksums at frames 0 and 100 from four characters run with the default
+/// pipeline (which keeps model matrices).
+fn model_sums_kept(fox: &FoxAssets) -> Result<(f64, f64), String> {
+    let (mut store, mut animator) = setup(fox, 4, PoseChain::default())?;
+    let mut palette = vec![[0.0f32; 12]; 4 * fox.mesh.bone_count()];
+    let mut sums = [0.0; 2];
+    for f in 0..=100 {
+        run_frame(&mut store, &mut animator, f, &mut palette)?;
+        if f % 100 == 0 {
+            sums[(f / 100) as usize] = checksums(&store, fox, &palette).1.unwrap_or(f64::NAN);
+        }
+    }
+    Ok((sums[0], sums[1]))
 }

@@ -12,7 +12,7 @@ use sinew_jobs::component::{
 use sinew_jobs::frame::{ModelPoses, PaletteEntry};
 use sinew_jobs::import::import_gltf;
 use sinew_jobs::j8_remap_cache::RemapTable;
-use sinew_jobs::pipeline::PipelineConfig;
+use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
 use sinew_runtime::graph::{Access, FnNode, NodeError};
 use sinew_runtime::store::Store;
 use std::path::Path;
@@ -84,12 +84,16 @@ pub fn times(i: u64, f: u64, dur_a: f64, dur_b: f64) -> (f32, f32) {
     ((ra * dur_a) as f32, (rb * dur_b) as f32)
 }
 
-/// A store with `n` characters and an animator whose first node sets every character's two
-/// clip times from the frame counter.
+/// A store with `n` characters and an animator (jobs 4, 6, 7 and 9 run as `pose_chain` says)
+/// whose first node sets every character's two clip times from the frame counter.
 ///
 /// # Errors
 /// A message when the store or graph cannot be built.
-pub fn setup(fox: &FoxAssets, n: usize) -> Result<(Store, Animator), String> {
+pub fn setup(
+    fox: &FoxAssets,
+    n: usize,
+    pose_chain: PoseChain,
+) -> Result<(Store, Animator), String> {
     let mut store = Store::new();
     store
         .spawn_batch((0..n as u64).map(|i| {
@@ -114,6 +118,7 @@ pub fn setup(fox: &FoxAssets, n: usize) -> Result<(Store, Animator), String> {
     );
     let config = PipelineConfig {
         advance_clocks: false,
+        pose_chain,
         ..PipelineConfig::default()
     };
     let animator = Animator::with(&mut store, config, |b, nodes| {
@@ -169,8 +174,9 @@ pub fn run_frame(
 }
 
 /// WORKLOAD.md's checksums over characters 0..3 (4x4 matrices, as ozz writes them):
-/// `(Σ palette elements, Σ model-matrix elements of the skin's joints)`.
-pub fn checksums(store: &Store, fox: &FoxAssets, palette: &[PaletteEntry]) -> (f64, f64) {
+/// `(Σ palette elements, Σ model-matrix elements of the skin's joints)`, the second `None`
+/// when the pipeline did not keep model matrices.
+pub fn checksums(store: &Store, fox: &FoxAssets, palette: &[PaletteEntry]) -> (f64, Option<f64>) {
     let joints = fox.mesh.bone_count();
     let table = RemapTable::build(&fox.rig, &fox.mesh);
     let bones = fox.rig.bone_count();
@@ -180,6 +186,7 @@ pub fn checksums(store: &Store, fox: &FoxAssets, palette: &[PaletteEntry]) -> (f
         .unwrap_or(&[]);
     let mut pal = 0.0f64;
     let mut mdl = 0.0f64;
+    let kept = model.len() >= 4 * bones;
     for c in 0..4usize {
         for j in 0..joints {
             if let Some(p) = palette.get(c * joints + j) {
@@ -194,5 +201,5 @@ pub fn checksums(store: &Store, fox: &FoxAssets, palette: &[PaletteEntry]) -> (f
             }
         }
     }
-    (pal, mdl)
+    (pal, kept.then_some(mdl))
 }

@@ -18,12 +18,12 @@
 //! ([`sample_blend_bone`]) computes, with the same operations in the same order (slerp's
 //! `acos`/`sin` are `wide`'s vector versions: equal to a few ulps, tested to 1e-6).
 
-use crate::asset::{KeySpan, Rig, Transform};
+use crate::asset::{KeyGrid, KeySpan, Rig, Transform};
 #[cfg(doc)]
 use crate::component::SAMPLING_BATCH;
 use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 use crate::error::JobError;
-use crate::math::soa::{BlockKeys, LANES, SingleLayer, blend_block};
+use crate::math::soa::{BlockKeys, LANES, SingleLayer, SoaTransform, blend_block};
 use crate::math::{LayerSum, PoseAccumulator, additive_apply};
 
 /// What the per-bone phase needs of one entity.
@@ -189,7 +189,10 @@ fn run_range(
 #[inline]
 pub fn sample_blend_entity(e: &EntitySampling<'_>, spans: &[KeySpan], out: &mut [Transform]) {
     let simple = e.single_override_layer();
-    if simple && sample_blend_entity_grid(e, spans, out) {
+    if simple && let Some(plan) = GridPlan::new(e, spans, out.len().div_ceil(LANES)) {
+        for (b, chunk) in out.chunks_mut(LANES).enumerate() {
+            plan.block(b).write_transforms(chunk);
+        }
         return;
     }
     for (bone, o) in out.iter_mut().enumerate() {
@@ -197,67 +200,114 @@ pub fn sample_blend_entity(e: &EntitySampling<'_>, spans: &[KeySpan], out: &mut 
     }
 }
 
+/// [`sample_blend_entity`] into structure of arrays: block `b` of `out` holds bones
+/// `8b .. 8b + 8` of the entity's `bone_count` (lanes past the last bone hold the rest of the
+/// grid's padding, or the identity on the per-bone path). The same values as
+/// [`sample_blend_entity`], for the fused pose chain, which builds matrices from SoA.
+#[inline]
+pub fn sample_blend_entity_soa(
+    e: &EntitySampling<'_>,
+    spans: &[KeySpan],
+    bone_count: usize,
+    out: &mut [SoaTransform],
+) {
+    let blocks = bone_count.div_ceil(LANES);
+    let simple = e.single_override_layer();
+    if simple && let Some(plan) = GridPlan::new(e, spans, blocks) {
+        for (b, o) in out.iter_mut().take(blocks).enumerate() {
+            *o = plan.block(b);
+        }
+        return;
+    }
+    for (b, o) in out.iter_mut().take(blocks).enumerate() {
+        let mut block = [Transform::IDENTITY; LANES];
+        let first = b * LANES;
+        for (l, t) in block.iter_mut().enumerate().take(bone_count - first) {
+            *t = sample_blend_bone_with(e, spans, first + l, simple);
+        }
+        *o = SoaTransform::from_transforms(&block);
+    }
+}
+
 /// Most animations the SoA path blends per entity (more take the per-bone path).
 const MAX_GRID_ANIMATIONS: usize = 8;
 
-/// The SoA path: one override layer, no masks, every weighted clip on a shared time grid.
-/// Returns `false` (having written nothing, or only what the caller overwrites) otherwise.
-/// Computes what [`sample_blend_bone`] computes, [`LANES`] bones at a time.
-fn sample_blend_entity_grid(
-    e: &EntitySampling<'_>,
-    spans: &[KeySpan],
-    out: &mut [Transform],
-) -> bool {
-    let anims = e.animations;
-    let Some(layer) = anims.first().map(|a| a.layer) else {
-        return false;
-    };
-    let blocks = out.len().div_ceil(LANES);
-    let spans = spans.get(e.span_offset as usize..).unwrap_or(&[]);
-    // The weighted animations' key rows, and their weight sum in animation order.
-    let mut keys: [Option<BlockKeys<'_>>; MAX_GRID_ANIMATIONS] = [None; MAX_GRID_ANIMATIONS];
-    let (mut n, mut weight_sum, mut span_base) = (0usize, 0.0f32, 0usize);
-    let mut first_grid = None;
-    for a in anims {
-        if a.weight > 0.0 {
-            let (Some(g), Some(slot)) = (a.clip.grid(), keys.get_mut(n)) else {
-                return false;
-            };
-            if g.blocks() != blocks {
-                return false;
+/// The SoA path's per-entity set-up: one override layer, no masks, every weighted clip on a
+/// shared time grid with `blocks` blocks; the key rows of each weighted animation and the
+/// layer's blend factors. Blocks then come from [`GridPlan::block`], which computes what
+/// [`sample_blend_bone`] computes, [`LANES`] bones at a time.
+struct GridPlan<'a> {
+    /// The first `n` are the weighted animations' rows.
+    keys: [BlockKeys<'a>; MAX_GRID_ANIMATIONS],
+    n: usize,
+    single: SingleLayer,
+    grid: &'a KeyGrid,
+    /// Whether any of the clips has a scale track.
+    animate_scale: bool,
+}
+
+impl<'a> GridPlan<'a> {
+    /// `None` when the entity does not qualify (the caller takes the per-bone path).
+    #[inline]
+    fn new(e: &EntitySampling<'a>, spans: &[KeySpan], blocks: usize) -> Option<Self> {
+        let anims = e.animations;
+        let layer = anims.first()?.layer;
+        let spans = spans.get(e.span_offset as usize..).unwrap_or(&[]);
+        // The weighted animations' key rows, and their weight sum in animation order.
+        let mut keys = [BlockKeys::EMPTY; MAX_GRID_ANIMATIONS];
+        let (mut n, mut weight_sum, mut span_base) = (0usize, 0.0f32, 0usize);
+        let mut first_grid = None;
+        let mut animate_scale = false;
+        for a in anims {
+            if a.weight > 0.0 {
+                let g = a.clip.grid()?;
+                let slot = keys.get_mut(n)?;
+                if g.blocks() != blocks {
+                    return None;
+                }
+                let span = spans
+                    .get(span_base + g.timeline() as usize)
+                    .copied()
+                    .unwrap_or_default();
+                *slot = g.keys_at(&span, a.weight)?;
+                first_grid.get_or_insert(g);
+                animate_scale |= g.scale_tracked();
+                n += 1;
+                weight_sum += a.weight;
             }
-            let span = spans
-                .get(span_base + g.timeline() as usize)
-                .copied()
-                .unwrap_or_default();
-            let Some(k) = g.keys_at(&span, a.weight) else {
-                return false;
-            };
-            *slot = Some(k);
-            first_grid.get_or_insert(g);
-            n += 1;
-            weight_sum += a.weight;
+            span_base += a.clip.timelines().len();
         }
-        span_base += a.clip.timelines().len();
+        let grid = first_grid?;
+        let layer_weight = e
+            .layer_weights
+            .get(usize::from(layer))
+            .copied()
+            .unwrap_or(0.0);
+        // Every block must have its rest row (checked once here, not per block).
+        grid.rest_block(blocks.checked_sub(1)?)?;
+        Some(Self {
+            keys,
+            n,
+            single: SingleLayer::new(weight_sum, layer_weight),
+            grid,
+            animate_scale,
+        })
     }
-    let (Some(grid), Some(Some(k0))) = (first_grid, keys.first().copied()) else {
-        return false;
-    };
-    let keys = keys.map(|k| k.unwrap_or(k0));
-    let keys = keys.get(..n).unwrap_or(&[]);
-    let layer_weight = e
-        .layer_weights
-        .get(usize::from(layer))
-        .copied()
-        .unwrap_or(0.0);
-    let single = SingleLayer::new(weight_sum, layer_weight);
-    for (b, chunk) in out.chunks_mut(LANES).enumerate() {
-        let Some(rest) = grid.rest_block(b) else {
-            return false;
+
+    /// Block `b`, sampled and blended.
+    #[inline(always)]
+    fn block(&self, b: usize) -> SoaTransform {
+        let Some(rest) = self.grid.rest_block(b) else {
+            return SoaTransform::default();
         };
-        blend_block(keys, b, &single, rest, chunk);
+        blend_block(
+            self.keys.get(..self.n).unwrap_or(&[]),
+            b,
+            &self.single,
+            rest,
+            self.animate_scale,
+        )
     }
-    true
 }
 
 /// The common case, in straight-line code: every animation is an unmasked override on one

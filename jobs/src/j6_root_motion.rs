@@ -74,42 +74,73 @@ impl RootMotionJob<'_> {
     /// Extracts and applies root motion.
     pub fn run(&mut self) {
         for i in 0..self.entities.len() {
-            let rig = &self.rigs[i].0;
-            let root = rig.root().get();
-            let lw = self.layer_weights[i];
+            let root = self.rigs[i].0.root().get();
             let Some(r) =
                 (self.slots[i].bone_offset as usize + root).checked_sub(self.pose_base as usize)
             else {
                 continue;
             };
-            let motion = &mut self.motion[i];
-            let extracted = extract(self.animations[i].as_slice(), &lw, root);
-            let Some((delta_t, delta_r, from_start_t, from_start_r)) = extracted else {
-                motion.delta_translation = Vec3::ZERO;
-                motion.delta_rotation = Quat::IDENTITY;
-                motion.velocity = Vec3::ZERO;
-                continue;
-            };
-            if let Some(pose) = self.poses.get_mut(r) {
-                pose.translation -= from_start_t;
-                pose.rotation = (from_start_r.conjugate() * pose.rotation).normalize();
-            }
-            motion.delta_translation = delta_t;
-            motion.delta_rotation = delta_r;
-            if let Some(t) = self.transforms.as_deref_mut().and_then(|t| t.get_mut(i)) {
-                let world_delta = t.0.rotation * (delta_t * t.0.scale);
-                motion.velocity = if self.dt > 0.0 {
-                    world_delta / self.dt
-                } else {
-                    Vec3::ZERO
-                };
-                if motion.apply {
-                    t.0.translation += world_delta;
-                    t.0.rotation = (t.0.rotation * delta_r).normalize();
-                }
-            }
+            root_motion_one(
+                self.animations[i].as_slice(),
+                &self.layer_weights[i],
+                root,
+                &mut self.motion[i],
+                self.transforms.as_deref_mut().and_then(|t| t.get_mut(i)),
+                self.poses.get_mut(r),
+                self.dt,
+            );
         }
     }
+}
+
+/// One entity: blends the root motion of its animations (root bone `root`), writes it to
+/// `motion`, moves `transform` when `motion.apply`, and makes `root_pose` (the root bone's
+/// sampled local pose) in place.
+#[inline]
+pub fn root_motion_one(
+    animations: &[AnimationToProcess],
+    layer_weights: &LayerWeights,
+    root: usize,
+    motion: &mut RootMotion,
+    transform: Option<&mut EntityTransform>,
+    root_pose: Option<&mut Transform>,
+    dt: f32,
+) {
+    let Some((delta_t, delta_r, from_start_t, from_start_r)) =
+        extract(animations, layer_weights, root)
+    else {
+        motion.delta_translation = Vec3::ZERO;
+        motion.delta_rotation = Quat::IDENTITY;
+        motion.velocity = Vec3::ZERO;
+        return;
+    };
+    if let Some(pose) = root_pose {
+        pose.translation -= from_start_t;
+        pose.rotation = (from_start_r.conjugate() * pose.rotation).normalize();
+    }
+    motion.delta_translation = delta_t;
+    motion.delta_rotation = delta_r;
+    if let Some(t) = transform {
+        let world_delta = t.0.rotation * (delta_t * t.0.scale);
+        motion.velocity = if dt > 0.0 {
+            world_delta / dt
+        } else {
+            Vec3::ZERO
+        };
+        if motion.apply {
+            t.0.translation += world_delta;
+            t.0.rotation = (t.0.rotation * delta_r).normalize();
+        }
+    }
+}
+
+/// Whether any of `animations` can move the root (an override with a root-motion clip): when
+/// none can, [`root_motion_one`] only zeroes the motion and leaves the pose alone.
+#[inline]
+pub fn has_root_motion(animations: &[AnimationToProcess]) -> bool {
+    animations
+        .iter()
+        .any(|a| a.clip.root_motion() && a.blend == BlendMode::Override)
 }
 
 /// Root translation and rotation of `clip` at unwrapped time `t`, continued across loops:

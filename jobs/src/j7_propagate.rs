@@ -5,7 +5,7 @@
 use crate::asset::Transform;
 use crate::component::{FrameSlot, RigRef};
 use crate::error::{JobError, check_len};
-use crate::math::soa::trs_to_affine4;
+use crate::math::soa::{LANES, SoaTransform, soa_to_affine8, trs_to_affine4};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
 
@@ -85,6 +85,32 @@ pub fn propagate_one(parents: &[u32], local: &[Transform], model: &mut [Affine3A
         let locals = trs_to_affine4(chunk);
         for (j, (m, &p)) in locals.iter().zip(parents).enumerate() {
             let i = 4 * c + j;
+            let p = p as usize;
+            let out = if p < i {
+                model.get(p).map_or(*m, |parent| *parent * *m)
+            } else {
+                *m
+            };
+            if let Some(o) = model.get_mut(i) {
+                *o = out;
+            }
+        }
+    }
+}
+
+/// [`propagate_one`] from structure-of-arrays local poses (block `b` holds bones `8b ..
+/// 8b + 8`, as [`sample_blend_entity_soa`] writes them): local matrices come eight at a time
+/// from [`soa_to_affine8`], with no gather; the results are identical to [`propagate_one`]'s.
+///
+/// [`sample_blend_entity_soa`]: crate::j4_sample_blend::sample_blend_entity_soa
+#[inline]
+pub fn propagate_soa(parents: &[u32], local: &[SoaTransform], model: &mut [Affine3A]) {
+    let n = model.len().min(parents.len()).min(local.len() * LANES);
+    let (model, parents) = (&mut model[..n], &parents[..n]);
+    for (b, (block, parents)) in local.iter().zip(parents.chunks(LANES)).enumerate() {
+        let locals = soa_to_affine8(block);
+        for (j, (m, &p)) in locals.iter().zip(parents).enumerate() {
+            let i = LANES * b + j;
             let p = p as usize;
             let out = if p < i {
                 model.get(p).map_or(*m, |parent| *parent * *m)

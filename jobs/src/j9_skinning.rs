@@ -1,6 +1,7 @@
 //! Job 9, skinning: `entityToRootBone × model × inverseBind` for every mesh bone, written as
 //! float3x4 (column-major, 12 floats) straight into the caller's palette slice.
 
+use crate::asset::{Rig, SkinnedMesh};
 use crate::component::{FrameSlot, RigRef, SkinRef};
 use crate::error::{JobError, check_len};
 use crate::j8_remap_cache::{NO_RIG_BONE, RemapCache, RemapTable};
@@ -42,8 +43,7 @@ impl SkinningJob<'_> {
         check_len("skinning", "rigs", n, self.rigs.len())?;
         check_len("skinning", "skins", n, self.skins.len())?;
         check_len("skinning", "slots", n, self.slots.len())?;
-        let mut last_checked: Option<(*const crate::asset::Rig, *const crate::asset::SkinnedMesh)> =
-            None;
+        let mut tables = TableLookup::new(self.remap);
         for i in 0..n {
             let s = &self.slots[i];
             let mesh = &self.skins[i].mesh;
@@ -73,11 +73,7 @@ impl SkinningJob<'_> {
                     actual: self.palette_base as usize + self.palette.len(),
                 });
             }
-            // Consecutive entities usually share rig and mesh: look the pair up once per run.
-            let pair = (Arc::as_ptr(&self.rigs[i].0), Arc::as_ptr(mesh));
-            let checked = last_checked == Some(pair);
-            last_checked = Some(pair);
-            if !checked && self.remap.get(&self.rigs[i].0, mesh).is_none() {
+            if tables.get(&self.rigs[i].0, mesh).is_none() {
                 return Err(JobError::MissingRemap {
                     entity: self.entities[i],
                     mesh: mesh.name().to_string(),
@@ -99,28 +95,11 @@ impl SkinningJob<'_> {
 
     /// Writes the palettes.
     pub fn run(&mut self) {
-        // Consecutive entities usually share rig and mesh: remember the last table.
-        let mut last: Option<(
-            *const crate::asset::Rig,
-            *const crate::asset::SkinnedMesh,
-            &Arc<RemapTable>,
-        )> = None;
+        let mut tables = TableLookup::new(self.remap);
         for i in 0..self.entities.len() {
-            let (rig, skin, s) = (&self.rigs[i].0, &self.skins[i], self.slots[i]);
-            let table = match last {
-                Some((r, m, t))
-                    if std::ptr::eq(r, Arc::as_ptr(rig))
-                        && std::ptr::eq(m, Arc::as_ptr(&skin.mesh)) =>
-                {
-                    t
-                }
-                _ => match self.remap.get(rig, &skin.mesh) {
-                    Some(t) => {
-                        last = Some((Arc::as_ptr(rig), Arc::as_ptr(&skin.mesh), t));
-                        t
-                    }
-                    None => continue,
-                },
+            let (skin, s) = (&self.skins[i], self.slots[i]);
+            let Some(table) = tables.get(&self.rigs[i].0, &skin.mesh) else {
+                continue;
             };
             let b0 = s.bone_offset as usize;
             let Some(model) = self.model.get(b0..b0 + s.bone_count as usize) else {
@@ -130,13 +109,49 @@ impl SkinningJob<'_> {
             let Some(out) = self.palette.get_mut(p0..p0 + s.palette_count as usize) else {
                 continue;
             };
-            let entity_to_root = skin
-                .root_bone
-                .and_then(|b| model.get(b.get()))
-                .map(|m| m.inverse());
-            skin_one(model, skin.mesh.inverse_binds(), table, entity_to_root, out);
+            skin_entity(model, skin, table, out);
         }
     }
+}
+
+/// The remap tables of consecutive entities, looked up in the cache once per change of
+/// (rig, mesh) pair (consecutive entities usually share it).
+#[derive(Debug)]
+pub struct TableLookup<'a> {
+    cache: &'a RemapCache,
+    last: Option<(*const Rig, *const SkinnedMesh, &'a RemapTable)>,
+}
+
+impl<'a> TableLookup<'a> {
+    /// Looks up in `cache`.
+    pub fn new(cache: &'a RemapCache) -> Self {
+        Self { cache, last: None }
+    }
+
+    /// The table of the pair, `None` when job 8 has not built it.
+    #[inline]
+    pub fn get(&mut self, rig: &Arc<Rig>, mesh: &Arc<SkinnedMesh>) -> Option<&'a RemapTable> {
+        let key = (Arc::as_ptr(rig), Arc::as_ptr(mesh));
+        match self.last {
+            Some((r, m, t)) if (r, m) == key => Some(t),
+            _ => {
+                let t = self.cache.get(rig, mesh)?;
+                self.last = Some((key.0, key.1, t));
+                Some(t)
+            }
+        }
+    }
+}
+
+/// One entity's palette from its model matrices (`model`, rig order): `entityToRoot` from the
+/// skin's root bone when it has one, then [`skin_one`].
+#[inline]
+pub fn skin_entity(model: &[Affine3A], skin: &SkinRef, table: &RemapTable, out: &mut [[f32; 12]]) {
+    let entity_to_root = skin
+        .root_bone
+        .and_then(|b| model.get(b.get()))
+        .map(|m| m.inverse());
+    skin_one(model, skin.mesh.inverse_binds(), table, entity_to_root, out);
 }
 
 /// One entity: `out[j] = entityToRoot · model[remap[j]] · inverseBind[j]`, identity for mesh

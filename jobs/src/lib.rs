@@ -46,6 +46,7 @@ pub mod j8_remap_cache;
 pub mod j9_skinning;
 pub mod math;
 pub mod pipeline;
+pub mod pose_chain;
 
 pub use j1_bone_offsets::BoneOffsetsJob;
 pub use j2_prefix_sum::PrefixSumJob;

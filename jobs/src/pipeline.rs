@@ -24,6 +24,7 @@ use crate::frame::{
 };
 use crate::j4_sample_blend::{EntitySampling, resolve_spans};
 use crate::j8_remap_cache::RemapCache;
+use crate::pose_chain::PoseChainJob;
 use crate::{
     BoneOffsetsJob, PerBoneInfoJob, PrefixSumJob, PropagateJob, RemapCacheJob, RootMotionJob,
     SampleBlendJob, SkinningJob, UserCurvesJob,
@@ -50,6 +51,8 @@ pub struct PipelineConfig {
     /// Whether to add the clock node that advances every animation by [`FrameTime`] before
     /// job 1 (`previous_time := time; time += speed · dt`). Without it the caller sets times.
     pub advance_clocks: bool,
+    /// How jobs 4, 6, 7 and 9 run: fused entity by entity (the default) or as four nodes.
+    pub pose_chain: PoseChain,
 }
 
 impl Default for PipelineConfig {
@@ -57,6 +60,34 @@ impl Default for PipelineConfig {
         Self {
             sampling_batch: SAMPLING_BATCH,
             advance_clocks: true,
+            pose_chain: PoseChain::default(),
+        }
+    }
+}
+
+/// How the pipeline runs jobs 4 (sample + blend), 6 (root motion), 7 (propagate) and
+/// 9 (skinning). Both modes compute the same palettes, bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoseChain {
+    /// One node ([`crate::pose_chain`]) runs the four jobs entity by entity, each entity's
+    /// local pose (and model matrices, unless kept) in a per-worker scratch that stays in
+    /// cache: no crowd-sized [`LocalPoses`] written and read back. [`FrameSpans`] and
+    /// [`LocalPoses`] are left empty. Exposed bones are updated by a node after the chain, from
+    /// [`ModelPoses`], so they need `keep_model_poses`.
+    Fused {
+        /// Whether the chain also writes every bone's model matrix to [`ModelPoses`] (for
+        /// exposed bones, attachments and nodes that read model poses after the chain).
+        keep_model_poses: bool,
+    },
+    /// Four nodes with [`LocalPoses`] and [`ModelPoses`] between them, so that a user node
+    /// can run between two of them (an IK step between 7 and 9, say).
+    Staged,
+}
+
+impl Default for PoseChain {
+    fn default() -> Self {
+        PoseChain::Fused {
+            keep_model_poses: true,
         }
     }
 }
@@ -72,18 +103,21 @@ pub struct PipelineNodes {
     pub prefix_sum: NodeId,
     /// Job 3.
     pub per_bone_info: NodeId,
-    /// Job 4.
+    /// Job 4 (with [`PoseChain::Fused`], the chain node: jobs 4, 6, 7 and 9 are one node).
     pub sample_blend: NodeId,
     /// Job 5.
     pub user_curves: NodeId,
-    /// Job 6.
+    /// Job 6 (the chain node when fused).
     pub root_motion: NodeId,
-    /// Job 7.
+    /// Job 7 (the chain node when fused).
     pub propagate: NodeId,
     /// Job 8.
     pub remap_cache: NodeId,
-    /// Job 9.
+    /// Job 9 (the chain node when fused).
     pub skinning: NodeId,
+    /// The node that moves exposed bone entities (after job 7: its own node when fused, job
+    /// 7's node when staged).
+    pub exposed_bones: NodeId,
 }
 
 /// Inserts the frame buffers the nodes share (once, before the first frame; existing ones are
@@ -120,38 +154,68 @@ pub fn register(
     let bone_offsets = builder.add_node(BoneOffsetsNode);
     let prefix_sum = builder.add_node(PrefixSumNode);
     let per_bone_info = builder.add_node(PerBoneInfoNode);
-    let sample_blend = builder.add_node(SampleBlendNode {
-        batch: config.sampling_batch.max(1),
-    });
     let user_curves = builder.add_node(UserCurvesNode);
-    let root_motion = builder.add_node(RootMotionNode);
-    let propagate = builder.add_node(PropagateNode);
     let remap_cache = builder.add_node(RemapCacheNode);
-    let skinning = builder.add_node(SkinningNode);
     if let Some(a) = advance_clocks {
         builder.add_edge(a, bone_offsets);
     }
     builder
         .add_edge(bone_offsets, prefix_sum)
-        .add_edge(prefix_sum, per_bone_info)
-        .add_edge(per_bone_info, sample_blend)
-        .add_edge(sample_blend, user_curves)
-        .add_edge(sample_blend, root_motion)
-        .add_edge(root_motion, propagate)
-        .add_edge(propagate, skinning)
-        .add_edge(remap_cache, skinning);
-    Ok(PipelineNodes {
-        advance_clocks,
-        bone_offsets,
-        prefix_sum,
-        per_bone_info,
-        sample_blend,
-        user_curves,
-        root_motion,
-        propagate,
-        remap_cache,
-        skinning,
-    })
+        .add_edge(prefix_sum, per_bone_info);
+    let batch = config.sampling_batch.max(1);
+    match config.pose_chain {
+        PoseChain::Fused { keep_model_poses } => {
+            let chain = builder.add_node(PoseChainNode {
+                batch,
+                keep_model_poses,
+            });
+            let exposed_bones = builder.add_node(ExposedBonesNode);
+            builder
+                .add_edge(per_bone_info, chain)
+                .add_edge(per_bone_info, user_curves)
+                .add_edge(remap_cache, chain)
+                .add_edge(chain, exposed_bones);
+            Ok(PipelineNodes {
+                advance_clocks,
+                bone_offsets,
+                prefix_sum,
+                per_bone_info,
+                sample_blend: chain,
+                user_curves,
+                root_motion: chain,
+                propagate: chain,
+                remap_cache,
+                skinning: chain,
+                exposed_bones,
+            })
+        }
+        PoseChain::Staged => {
+            let sample_blend = builder.add_node(SampleBlendNode { batch });
+            let root_motion = builder.add_node(RootMotionNode);
+            let propagate = builder.add_node(PropagateNode);
+            let skinning = builder.add_node(SkinningNode);
+            builder
+                .add_edge(per_bone_info, sample_blend)
+                .add_edge(sample_blend, user_curves)
+                .add_edge(sample_blend, root_motion)
+                .add_edge(root_motion, propagate)
+                .add_edge(propagate, skinning)
+                .add_edge(remap_cache, skinning);
+            Ok(PipelineNodes {
+                advance_clocks,
+                bone_offsets,
+                prefix_sum,
+                per_bone_info,
+                sample_blend,
+                user_curves,
+                root_motion,
+                propagate,
+                remap_cache,
+                skinning,
+                exposed_bones: propagate,
+            })
+        }
+    }
 }
 
 fn node_err(e: impl std::error::Error + Send + Sync + 'static) -> NodeError {
@@ -645,42 +709,73 @@ impl Node for PropagateNode {
                 },
             )?;
         }
-        // Exposed bones follow their owner's bone in world space.
-        let slots = ctx.view::<FrameSlot>().map_err(node_err)?;
-        let transforms = ctx.view::<EntityTransform>().map_err(node_err)?;
-        let mut q = ctx
-            .query::<(&ExposedBone, &mut BoneWorld)>()
-            .map_err(node_err)?;
-        let model = &model.0;
-        q.chunks().into_par_iter().try_for_each(|chunk| {
-            let (entities, (bones, worlds)) = chunk.into_parts();
-            for ((e, b), w) in entities.iter().zip(bones).zip(worlds) {
-                let slot = slots.get(b.owner).map_err(|_| JobError::BoneOutOfRange {
+        update_exposed_bones(ctx, &model.0)
+    }
+}
+
+/// Moves every exposed bone entity to its owner's bone in world space
+/// (`owner transform · model[bone]`): the end of job 7.
+fn update_exposed_bones(ctx: &NodeContext<'_>, model: &[Affine3A]) -> Result<(), NodeError> {
+    let slots = ctx.view::<FrameSlot>().map_err(node_err)?;
+    let transforms = ctx.view::<EntityTransform>().map_err(node_err)?;
+    let mut q = ctx
+        .query::<(&ExposedBone, &mut BoneWorld)>()
+        .map_err(node_err)?;
+    q.chunks().into_par_iter().try_for_each(|chunk| {
+        let (entities, (bones, worlds)) = chunk.into_parts();
+        for ((e, b), w) in entities.iter().zip(bones).zip(worlds) {
+            let slot = slots.get(b.owner).map_err(|_| JobError::BoneOutOfRange {
+                job: "propagate (exposed bones)",
+                entity: Some(*e),
+                bone: b.bone.get(),
+                bone_count: 0,
+            })?;
+            if b.bone.get() >= slot.bone_count as usize {
+                return Err(JobError::BoneOutOfRange {
                     job: "propagate (exposed bones)",
                     entity: Some(*e),
                     bone: b.bone.get(),
-                    bone_count: 0,
-                })?;
-                if b.bone.get() >= slot.bone_count as usize {
-                    return Err(JobError::BoneOutOfRange {
-                        job: "propagate (exposed bones)",
-                        entity: Some(*e),
-                        bone: b.bone.get(),
-                        bone_count: slot.bone_count as usize,
-                    });
-                }
-                let m = model
-                    .get(slot.bone_offset as usize + b.bone.get())
-                    .copied()
-                    .unwrap_or(Affine3A::IDENTITY);
-                let owner = transforms
-                    .get(b.owner)
-                    .map_or(Affine3A::IDENTITY, |t| t.0.to_affine());
-                w.0 = owner * m;
+                    bone_count: slot.bone_count as usize,
+                });
             }
-            Ok::<(), JobError>(())
-        })?;
-        Ok(())
+            let m = model
+                .get(slot.bone_offset as usize + b.bone.get())
+                .copied()
+                .ok_or(JobError::LengthMismatch {
+                    job: "propagate (exposed bones)",
+                    buffer: "model poses (fused pipelines need keep_model_poses)",
+                    expected: slot.bone_offset as usize + b.bone.get() + 1,
+                    actual: model.len(),
+                })?;
+            let owner = transforms
+                .get(b.owner)
+                .map_or(Affine3A::IDENTITY, |t| t.0.to_affine());
+            w.0 = owner * m;
+        }
+        Ok::<(), JobError>(())
+    })?;
+    Ok(())
+}
+
+/// Job 7's exposed-bone step as its own node, after the fused chain.
+#[derive(Debug)]
+pub struct ExposedBonesNode;
+
+impl Node for ExposedBonesNode {
+    fn name(&self) -> &str {
+        "7 exposed bones"
+    }
+    fn access(&self) -> Access {
+        Access::new()
+            .read::<FrameSlot>()
+            .read::<ModelPoses>()
+            .read::<EntityTransform>()
+            .read::<ExposedBone>()
+            .write::<BoneWorld>()
+    }
+    fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
+        let model = ctx.resource::<ModelPoses>().map_err(node_err)?;
+        update_exposed_bones(ctx, &model.0)
     }
 }
 
@@ -761,23 +856,7 @@ impl Node for SkinningNode {
             .palette as usize;
         let mut scoped = ctx.scoped_slice_mut::<PaletteEntry>().ok();
         let mut buffer = ctx.resource_mut::<PaletteBuffer>().map_err(node_err)?;
-        let palette: &mut [PaletteEntry] = match scoped.as_deref_mut() {
-            Some(s) => {
-                if s.len() < total {
-                    return Err(NodeError::from_error(JobError::LengthMismatch {
-                        job: "skinning",
-                        buffer: "palette slice",
-                        expected: total,
-                        actual: s.len(),
-                    }));
-                }
-                s
-            }
-            None => {
-                resize_frame_buffer(&mut buffer.0, total);
-                &mut buffer.0
-            }
-        };
+        let palette = palette_target(scoped.as_deref_mut(), &mut buffer, total)?;
         let mut q = ctx
             .query::<(&RigRef, &SkinRef, &FrameSlot)>()
             .map_err(node_err)?
@@ -807,6 +886,146 @@ impl Node for SkinningNode {
                 Ok(())
             },
         )
+    }
+}
+
+/// Where this frame's palettes go: the caller's lent slice (at least `total` entries), else
+/// the [`PaletteBuffer`] resource resized to `total`.
+fn palette_target<'b>(
+    scoped: Option<&'b mut [PaletteEntry]>,
+    buffer: &'b mut PaletteBuffer,
+    total: usize,
+) -> Result<&'b mut [PaletteEntry], NodeError> {
+    match scoped {
+        Some(s) if s.len() < total => Err(NodeError::from_error(JobError::LengthMismatch {
+            job: "skinning",
+            buffer: "palette slice",
+            expected: total,
+            actual: s.len(),
+        })),
+        Some(s) => Ok(s),
+        None => {
+            resize_frame_buffer(&mut buffer.0, total);
+            Ok(&mut buffer.0)
+        }
+    }
+}
+
+/// Jobs 4, 6, 7 and 9 fused ([`PoseChain::Fused`]): per chunk, runs of whole entities in
+/// parallel through [`PoseChainJob`].
+#[derive(Debug)]
+pub struct PoseChainNode {
+    batch: usize,
+    keep_model_poses: bool,
+}
+
+impl Node for PoseChainNode {
+    fn name(&self) -> &str {
+        "4·6·7·9 pose chain"
+    }
+    fn access(&self) -> Access {
+        Access::new()
+            .read::<RigRef>()
+            .read::<SkinRef>()
+            .read::<Animations>()
+            .read::<LayerWeights>()
+            .read::<FrameSlot>()
+            .read::<FrameOffsets>()
+            .read::<FrameTime>()
+            .read::<RemapCache>()
+            .write::<SamplingCursors>()
+            .write::<RootMotion>()
+            .write::<EntityTransform>()
+            .write::<ModelPoses>()
+            .write::<LocalPoses>()
+            .write::<FrameSpans>()
+            .write::<ScopedSlice<PaletteEntry>>()
+            .write::<PaletteBuffer>()
+    }
+    fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
+        // Local poses and spans live in the workers' scratch: nothing stale stays readable.
+        ctx.resource_mut::<LocalPoses>()
+            .map_err(node_err)?
+            .0
+            .clear();
+        ctx.resource_mut::<FrameSpans>()
+            .map_err(node_err)?
+            .0
+            .clear();
+        let dt = ctx.resource::<FrameTime>().map_err(node_err)?.dt;
+        let remap = ctx.resource::<RemapCache>().map_err(node_err)?;
+        let totals = ctx.resource::<FrameOffsets>().map_err(node_err)?.total;
+        let mut model = ctx.resource_mut::<ModelPoses>().map_err(node_err)?;
+        let mut scoped = ctx.scoped_slice_mut::<PaletteEntry>().ok();
+        let mut buffer = ctx.resource_mut::<PaletteBuffer>().map_err(node_err)?;
+        let palette = palette_target(scoped.as_deref_mut(), &mut buffer, totals.palette as usize)?;
+        let mut q = ctx
+            .query::<(
+                &RigRef,
+                &Animations,
+                &LayerWeights,
+                &FrameSlot,
+                Option<&mut SamplingCursors>,
+                Option<&SkinRef>,
+                Option<&mut RootMotion>,
+                Option<&mut EntityTransform>,
+            )>()
+            .map_err(node_err)?;
+        let chunks = q.chunks();
+        let bone_ranges: Vec<(usize, usize)> = chunks
+            .iter()
+            .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), bone_range))
+            .collect();
+        let model_pieces: Vec<Option<&mut [Affine3A]>> = if self.keep_model_poses {
+            resize_frame_buffer(&mut model.0, totals.bones as usize);
+            split_ranges(&mut model.0, &bone_ranges)
+                .ok_or_else(|| NodeError::new("pose chain: bone ranges do not fit model poses"))?
+                .into_iter()
+                .map(Some)
+                .collect()
+        } else {
+            model.0.clear();
+            chunks.iter().map(|_| None).collect()
+        };
+        let palette_ranges: Vec<(usize, usize)> = chunks
+            .iter()
+            .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), palette_range))
+            .collect();
+        let palette_pieces = split_ranges(palette, &palette_ranges)
+            .ok_or_else(|| NodeError::new("pose chain: palette ranges do not fit the palette"))?;
+        let (remap, batch) = (&*remap, self.batch);
+        chunks
+            .into_par_iter()
+            .zip(model_pieces)
+            .zip(palette_pieces)
+            .zip(bone_ranges)
+            .zip(palette_ranges)
+            .try_for_each(|((((chunk, model), palette), bones), pal)| {
+                let (entities, parts) = chunk.into_parts();
+                let (rigs, animations, layer_weights, slots, cursors, skins, motion, transforms) =
+                    parts;
+                let job = PoseChainJob {
+                    entities,
+                    rigs,
+                    animations,
+                    layer_weights,
+                    slots,
+                    cursors,
+                    skins,
+                    motion,
+                    transforms,
+                    remap,
+                    model,
+                    model_base: bones.0 as u32,
+                    palette,
+                    palette_base: pal.0 as u32,
+                    dt,
+                };
+                job.validate()?;
+                job.run_parallel(batch);
+                Ok::<(), JobError>(())
+            })?;
+        Ok(())
     }
 }
 

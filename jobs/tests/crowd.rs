@@ -13,11 +13,21 @@ use sinew_jobs::component::{
     SkinRef,
 };
 use sinew_jobs::frame::PaletteEntry;
-use sinew_jobs::pipeline::PipelineConfig;
+use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
 use sinew_runtime::store::{Entity, Store};
 use std::sync::Arc;
 
 fn run_crowd(c: &BakedCharacter, n: usize, threads: usize, frames: usize) -> Vec<PaletteEntry> {
+    run_crowd_with(c, n, threads, frames, PipelineConfig::default())
+}
+
+fn run_crowd_with(
+    c: &BakedCharacter,
+    n: usize,
+    threads: usize,
+    frames: usize,
+    config: PipelineConfig,
+) -> Vec<PaletteEntry> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -27,7 +37,7 @@ fn run_crowd(c: &BakedCharacter, n: usize, threads: usize, frames: usize) -> Vec
         store
             .spawn_batch((0..n).map(|i| c.crowd_member(i)))
             .unwrap();
-        let mut animator = Animator::new(&mut store).unwrap();
+        let mut animator = Animator::with(&mut store, config, |_, _| {}).unwrap();
         let mut palette = vec![[0.0; 12]; n * c.mesh.bone_count()];
         for _ in 0..frames {
             animator
@@ -53,6 +63,21 @@ fn palettes_are_bit_identical_with_1_2_and_8_threads() {
     assert_eq!(bits(&one), bits(&two));
     assert_eq!(bits(&one), bits(&eight));
     assert!(one.iter().flatten().all(|x| x.is_finite()));
+    // Jobs 4, 6, 7 and 9 as four nodes with frame buffers between them, and fused without
+    // kept model poses: the same bits (every layer kind, masks and root motion are in the
+    // built-in crowd).
+    for pose_chain in [
+        PoseChain::Staged,
+        PoseChain::Fused {
+            keep_model_poses: false,
+        },
+    ] {
+        let config = PipelineConfig {
+            pose_chain,
+            ..Default::default()
+        };
+        assert_eq!(bits(&run_crowd_with(&c, 300, 2, 4, config)), bits(&one));
+    }
 }
 
 /// The palette of one entity animated alone from the same animation state.

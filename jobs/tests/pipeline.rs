@@ -14,7 +14,7 @@ use sinew_jobs::component::{
     RootMotion, SkinRef, animated,
 };
 use sinew_jobs::frame::{LocalPoses, ModelPoses};
-use sinew_jobs::pipeline::PipelineConfig;
+use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
 use sinew_runtime::graph::{Access, FnNode, NodeError};
 use sinew_runtime::store::Store;
 use std::f32::consts::FRAC_PI_2;
@@ -137,16 +137,9 @@ fn one_clip_at_half_time_matches_hand_computed_pose_model_and_palette() {
         ))
         .unwrap();
     store.insert(e, SkinRef::new(mesh.clone())).unwrap();
-    let mut animator = Animator::with(
-        &mut store,
-        PipelineConfig {
-            advance_clocks: false,
-            ..Default::default()
-        },
-        |_, _| {},
-    )
-    .unwrap();
+    let mut animator = Animator::with(&mut store, staged_without_clocks(), |_, _| {}).unwrap();
     animator.run_frame(&mut store, 0.0).unwrap();
+    let staged_palette = animator.palettes(&store).to_vec();
 
     // Elbow at 45 degrees: slerp half way.
     let local = &store.resource::<LocalPoses>().unwrap().0;
@@ -161,7 +154,7 @@ fn one_clip_at_half_time_matches_hand_computed_pose_model_and_palette() {
     // Tip in model space: elbow at (0,1,0) rotated 45 deg about Z, tip one unit along the rotated Y:
     // (-sin 45, 1 + cos 45, 0).
     let s = std::f32::consts::FRAC_1_SQRT_2;
-    let model = &store.resource::<ModelPoses>().unwrap().0;
+    let model = store.resource::<ModelPoses>().unwrap().0.clone();
     assert!(close(
         model[2].translation.into(),
         Vec3::new(-s, 1.0 + s, 0.0)
@@ -186,6 +179,30 @@ fn one_clip_at_half_time_matches_hand_computed_pose_model_and_palette() {
     // Skinning with the CPU reference gives the same.
     let (p, _) = mesh.skin_cpu(palette);
     assert!(close(p[0], Vec3::new(-s, 1.0 + s, 0.0)));
+    let staged_model = model.clone();
+
+    // The fused chain (the default) gives the same model matrices and palette, bit for bit.
+    let mut fused = Animator::with(&mut store, without_clocks(), |_, _| {}).unwrap();
+    fused.run_frame(&mut store, 0.0).unwrap();
+    assert_eq!(fused.palettes(&store), &staged_palette[..]);
+    assert_eq!(store.resource::<ModelPoses>().unwrap().0, staged_model);
+    assert!(store.resource::<LocalPoses>().unwrap().0.is_empty());
+}
+
+/// The default pipeline without the clock node (tests set times).
+fn without_clocks() -> PipelineConfig {
+    PipelineConfig {
+        advance_clocks: false,
+        ..Default::default()
+    }
+}
+
+/// [`without_clocks`] with jobs 4, 6, 7 and 9 as separate nodes, so that local poses are kept.
+fn staged_without_clocks() -> PipelineConfig {
+    PipelineConfig {
+        pose_chain: PoseChain::Staged,
+        ..without_clocks()
+    }
 }
 
 #[test]
@@ -235,17 +252,13 @@ fn layers_masks_additive_and_rest_fill() {
             ],
         ))
         .unwrap();
-    let mut animator = Animator::with(
-        &mut store,
-        PipelineConfig {
-            advance_clocks: false,
-            ..Default::default()
-        },
-        |_, _| {},
-    )
-    .unwrap();
+    let mut animator = Animator::with(&mut store, staged_without_clocks(), |_, _| {}).unwrap();
     animator.run_frame(&mut store, 0.0).unwrap();
     let local = store.resource::<LocalPoses>().unwrap().0.clone();
+    let staged_model = store.resource::<ModelPoses>().unwrap().0.clone();
+    let mut fused = Animator::with(&mut store, without_clocks(), |_, _| {}).unwrap();
+    fused.run_frame(&mut store, 0.0).unwrap();
+    assert_eq!(store.resource::<ModelPoses>().unwrap().0, staged_model);
     let off = |e| store.get::<FrameSlot>(e).unwrap().bone_offset as usize;
 
     // a: normalised sum of 0.5 * q(45°) and 0.5 * identity = q(22.5°).
@@ -280,14 +293,18 @@ fn layers_masks_additive_and_rest_fill() {
 
 #[test]
 fn empty_crowd_runs_and_produces_nothing() {
-    let mut store = Store::new();
-    let mut animator = Animator::new(&mut store).unwrap();
-    for _ in 0..3 {
-        animator.run_frame(&mut store, 1.0 / 60.0).unwrap();
+    // Clock, jobs 1 to 9 (4, 6, 7 and 9 as one node, then exposed bones) or all nine.
+    for (config, nodes) in [(PipelineConfig::default(), 8), (staged(), 10)] {
+        let mut store = Store::new();
+        let mut animator = Animator::with(&mut store, config, |_, _| {}).unwrap();
+        for _ in 0..3 {
+            animator.run_frame(&mut store, 1.0 / 60.0).unwrap();
+        }
+        assert!(animator.palettes(&store).is_empty());
+        assert!(store.resource::<LocalPoses>().unwrap().0.is_empty());
+        assert!(store.resource::<ModelPoses>().unwrap().0.is_empty());
+        assert_eq!(animator.timings().len(), nodes);
     }
-    assert!(animator.palettes(&store).is_empty());
-    assert!(store.resource::<LocalPoses>().unwrap().0.is_empty());
-    assert_eq!(animator.timings().len(), 10);
 }
 
 #[test]
@@ -333,12 +350,19 @@ fn a_palette_slice_that_is_too_short_is_an_error_not_a_panic() {
     let mut store = Store::new();
     let e = store.spawn(animated(rig, vec![])).unwrap();
     store.insert(e, SkinRef::new(Arc::new(arm_mesh()))).unwrap();
-    let mut animator = Animator::new(&mut store).unwrap();
     let mut short = vec![[0.0f32; 12]; 2];
-    let err = animator
-        .run_frame_into(&mut store, 0.0, &mut short)
-        .unwrap_err();
-    assert_eq!(err.node(), Some("9 skinning"));
+    for (config, node) in [
+        (staged(), "9 skinning"),
+        (PipelineConfig::default(), "4·6·7·9 pose chain"),
+    ] {
+        let mut animator = Animator::with(&mut store, config, |_, _| {}).unwrap();
+        let err = animator
+            .run_frame_into(&mut store, 0.0, &mut short)
+            .unwrap_err();
+        assert_eq!(err.node(), Some(node));
+        assert!(err.to_string().contains("palette slice"), "{err}");
+    }
+    let mut animator = Animator::new(&mut store).unwrap();
     let mut enough = vec![[0.0f32; 12]; 4];
     animator
         .run_frame_into(&mut store, 0.0, &mut enough)
@@ -362,7 +386,7 @@ fn a_user_node_between_propagation_and_skinning_changes_the_palette() {
     let e = store.spawn(animated(rig, vec![])).unwrap();
     store.insert(e, SkinRef::new(mesh)).unwrap();
     // An "IK" step that moves the tip bone (flat bone 2) by +1 in X in model space.
-    let mut animator = Animator::with(&mut store, PipelineConfig::default(), |b, nodes| {
+    let mut animator = Animator::with(&mut store, staged(), |b, nodes| {
         let ik = b.add_node(FnNode::new(
             "ik",
             Access::new().write::<ModelPoses>(),
@@ -422,10 +446,12 @@ fn root_motion_accumulates_across_loop_wraps_and_keeps_the_root_in_place() {
     let dt = 0.1;
     for _ in 0..25 {
         animator.run_frame(&mut store, dt).unwrap();
-        // Root stays where the clip starts.
+        // Root stays where the clip starts (the root's model matrix is its local pose).
         let off = store.get::<FrameSlot>(e).unwrap().bone_offset as usize;
         assert!(close(
-            store.resource::<LocalPoses>().unwrap().0[off].translation,
+            store.resource::<ModelPoses>().unwrap().0[off]
+                .translation
+                .into(),
             Vec3::ZERO
         ));
     }
@@ -624,4 +650,66 @@ fn user_curves_blend_by_effective_weight() {
         assert!((c.get("only_a").unwrap() - 1.0).abs() < 1e-6);
         assert_eq!(c.values().len(), 2);
     }
+}
+
+/// The default pipeline with jobs 4, 6, 7 and 9 as separate nodes.
+fn staged() -> PipelineConfig {
+    PipelineConfig {
+        pose_chain: PoseChain::Staged,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_fused_chain_refuses_a_node_between_propagation_and_skinning() {
+    // With jobs 4, 6, 7 and 9 fused, "after 7 and before 9" is a cycle: the build says so
+    // instead of running the node at the wrong time.
+    let mut store = Store::new();
+    let err = Animator::with(&mut store, PipelineConfig::default(), |b, nodes| {
+        let ik = b.add_node(FnNode::new("ik", Access::new(), |_| Ok(())));
+        b.add_edge(nodes.propagate, ik).add_edge(ik, nodes.skinning);
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("ik"), "{err}");
+}
+
+#[test]
+fn fused_chain_without_kept_model_poses_gives_the_same_palettes_and_refuses_exposed_bones() {
+    let rig = Arc::new(arm_rig());
+    let clip = Arc::new(bend(&rig));
+    let mesh = Arc::new(arm_mesh());
+    let mut store = Store::new();
+    let e = store
+        .spawn(animated(
+            rig.clone(),
+            vec![AnimationToProcess::new(clip).at(0.25)],
+        ))
+        .unwrap();
+    store.insert(e, SkinRef::new(mesh)).unwrap();
+    let mut kept = Animator::with(&mut store, without_clocks(), |_, _| {}).unwrap();
+    kept.run_frame(&mut store, 0.0).unwrap();
+    let want = kept.palettes(&store).to_vec();
+    let dropped_config = PipelineConfig {
+        pose_chain: PoseChain::Fused {
+            keep_model_poses: false,
+        },
+        ..without_clocks()
+    };
+    let mut dropped = Animator::with(&mut store, dropped_config, |_, _| {}).unwrap();
+    dropped.run_frame(&mut store, 0.0).unwrap();
+    assert_eq!(dropped.palettes(&store), &want[..]);
+    assert!(store.resource::<ModelPoses>().unwrap().0.is_empty());
+    // An exposed bone needs the model poses: a clear error, not a silent identity.
+    store
+        .spawn((
+            ExposedBone {
+                owner: e,
+                bone: BoneIndex(1),
+            },
+            BoneWorld::default(),
+        ))
+        .unwrap();
+    let err = dropped.run_frame(&mut store, 0.0).unwrap_err();
+    assert_eq!(err.node(), Some("7 exposed bones"));
+    assert!(err.to_string().contains("keep_model_poses"), "{err}");
 }

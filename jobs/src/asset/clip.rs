@@ -242,6 +242,7 @@ pub struct KeyGrid {
     timeline: u32,
     blocks: usize,
     slerp_rotations: bool,
+    scale_tracked: bool,
     rows: Vec<SoaTransform>,
     rotation_tracked: Vec<f32x8>,
     rest: Vec<SoaTransform>,
@@ -255,6 +256,11 @@ impl KeyGrid {
     /// Number of [`LANES`]-bone blocks (bones rounded up).
     pub fn blocks(&self) -> usize {
         self.blocks
+    }
+    /// Whether any bone has a scale track (when none has, every row's scales are the rest
+    /// scales, and the sampler takes them as they are).
+    pub fn scale_tracked(&self) -> bool {
+        self.scale_tracked
     }
     /// The rest pose of block `b` (padding lanes are the identity).
     #[inline(always)]
@@ -356,6 +362,7 @@ impl KeyGrid {
             blocks,
             // Baked clips start with glTF's rule; `Clip::with_linear_rotation` switches it.
             slerp_rotations: true,
+            scale_tracked: bone_channels.iter().any(|c| c[2].is_some()),
             rows,
             rotation_tracked,
             rest: rest_padded

@@ -84,6 +84,66 @@ impl SoaTransform {
         }
     }
 
+    /// Lane `l`'s transform (the identity for `l ≥ LANES`).
+    pub fn lane(&self, l: usize) -> Transform {
+        let at = |v: f32x8| v.as_array().get(l).copied();
+        let (t, r, s) = (&self.translation, &self.rotation, &self.scale);
+        match (
+            at(t[0]),
+            at(t[1]),
+            at(t[2]),
+            at(r[0]),
+            at(r[1]),
+            at(r[2]),
+            at(r[3]),
+            at(s[0]),
+            at(s[1]),
+            at(s[2]),
+        ) {
+            (
+                Some(tx),
+                Some(ty),
+                Some(tz),
+                Some(rx),
+                Some(ry),
+                Some(rz),
+                Some(rw),
+                Some(sx),
+                Some(sy),
+                Some(sz),
+            ) => Transform::new(
+                Vec3::new(tx, ty, tz),
+                Quat::from_xyzw(rx, ry, rz, rw),
+                Vec3::new(sx, sy, sz),
+            ),
+            _ => Transform::IDENTITY,
+        }
+    }
+
+    /// Sets lane `l` to `x` (nothing for `l ≥ LANES`).
+    pub fn set_lane(&mut self, l: usize, x: &Transform) {
+        let [tx, ty, tz] = &mut self.translation;
+        let [rx, ry, rz, rw] = &mut self.rotation;
+        let [sx, sy, sz] = &mut self.scale;
+        let values = [
+            (tx, x.translation.x),
+            (ty, x.translation.y),
+            (tz, x.translation.z),
+            (rx, x.rotation.x),
+            (ry, x.rotation.y),
+            (rz, x.rotation.z),
+            (rw, x.rotation.w),
+            (sx, x.scale.x),
+            (sy, x.scale.y),
+            (sz, x.scale.z),
+        ];
+        for (v, value) in values {
+            if let Some(slot) = v.as_mut_array().get_mut(l) {
+                *slot = value;
+            }
+        }
+    }
+
     /// [`Self::lerp_nlerp`] with rotations slerped (as [`super::slerp_shortest`], to a few
     /// ulps; see `slerp_rotation`).
     #[inline(always)]
@@ -198,6 +258,18 @@ pub struct BlockKeys<'a> {
     pub slerp: bool,
 }
 
+impl BlockKeys<'_> {
+    /// No rows (fills unused slots of a fixed-size list).
+    pub const EMPTY: BlockKeys<'static> = BlockKeys {
+        k0: &[],
+        k1: &[],
+        s: 0.0,
+        w: 0.0,
+        tracked: &[],
+        slerp: false,
+    };
+}
+
 /// The per-entity scalars of one unmasked override layer blended over nothing and completed
 /// from the rest pose: what [`super::PoseAccumulator::blend_layer`] and
 /// [`super::PoseAccumulator::finish`] compute from the layer's weight sum `W` and the layer
@@ -240,20 +312,20 @@ impl SingleLayer {
 }
 
 /// Samples and blends block `b` ([`LANES`] bones) from `keys` (one override layer, in
-/// animation order) and writes the first `out.len()` lanes. Translations, rotations and scales
-/// are done one after the other so that the sums stay in registers. An animation whose rows
-/// lack block `b` is skipped.
+/// animation order). Translations, rotations and scales are done one after the other so that
+/// the sums stay in registers. An animation whose rows lack block `b` is skipped. With
+/// `animate_scale` false (no clip has a scale track, so every row holds the rest scales) the
+/// scales are the rest scales, which the weighted sum equals up to rounding.
 #[inline(always)]
 pub fn blend_block(
     keys: &[BlockKeys<'_>],
     b: usize,
     layer: &SingleLayer,
     rest: &SoaTransform,
-    out: &mut [Transform],
-) {
+    animate_scale: bool,
+) -> SoaTransform {
     if layer.rest_only {
-        rest.write_transforms(out);
-        return;
+        return *rest;
     }
     let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
     let m = f32x8::splat(layer.missing);
@@ -288,10 +360,12 @@ pub fn blend_block(
         }
         acc
     }
-    let t = vec3(keys, b, |t| &t.translation, &rest.translation, layer);
-    write_vec3s(&t, out, |o| &mut o.translation);
-    let s = vec3(keys, b, |t| &t.scale, &rest.scale, layer);
-    write_vec3s(&s, out, |o| &mut o.scale);
+    let translation = vec3(keys, b, |t| &t.translation, &rest.translation, layer);
+    let scale = if animate_scale {
+        vec3(keys, b, |t| &t.scale, &rest.scale, layer)
+    } else {
+        rest.scale
+    };
     let mut sum = [zero; 4];
     let mut first = true;
     for k in keys {
@@ -328,12 +402,10 @@ pub fn blend_block(
     for (c, r) in p.iter_mut().zip(rest.rotation) {
         *c = ok.bitselect(*c * inv, r);
     }
-    let (x, y, z, w) = (halves(p[0]), halves(p[1]), halves(p[2]), halves(p[3]));
-    for h in 0..2 {
-        let lanes = f32x4::transpose([x[h], y[h], z[h], w[h]]);
-        for (o, v) in out.iter_mut().skip(4 * h).take(4).zip(lanes) {
-            o.rotation = Quat::from_array(v.to_array());
-        }
+    SoaTransform {
+        translation,
+        rotation: p,
+        scale,
     }
 }
 
@@ -427,6 +499,46 @@ pub fn trs_to_affine4(t: &[Transform]) -> [Affine3A; 4] {
         translation: tr[l].translation.into(),
     };
     [m(0), m(1), m(2), m(3)]
+}
+
+/// The local matrices `T · R · S` of a block's [`LANES`] transforms, straight from structure
+/// of arrays: the same operations in the same order as glam's
+/// `Affine3A::from_scale_rotation_translation` (and [`trs_to_affine4`]), so the results are
+/// identical, with no gather of the inputs.
+#[inline(always)]
+pub fn soa_to_affine8(t: &SoaTransform) -> [Affine3A; LANES] {
+    let [x, y, z, w] = t.rotation;
+    let [sx, sy, sz] = t.scale;
+    let (x2, y2, z2) = (x + x, y + y, z + z);
+    let (xx, xy, xz) = (x * x2, x * y2, x * z2);
+    let (yy, yz, zz) = (y * y2, y * z2, z * z2);
+    let (wx, wy, wz) = (w * x2, w * y2, w * z2);
+    let one = f32x8::ONE;
+    let c0 = [(one - (yy + zz)) * sx, (xy + wz) * sx, (xz - wy) * sx];
+    let c1 = [(xy - wz) * sy, (one - (xx + zz)) * sy, (yz + wx) * sy];
+    let c2 = [(xz + wy) * sz, (yz - wx) * sz, (one - (xx + yy)) * sz];
+    let [tx, ty, tz] = t.translation;
+    // Component-major to lane-major, four lanes (one half) at a time.
+    let lanes = |v: &[f32x8; 3], h: usize| {
+        let (a, b, c) = (halves(v[0])[h], halves(v[1])[h], halves(v[2])[h]);
+        f32x4::transpose([a, b, c, f32x4::ZERO]).map(bytemuck::cast::<f32x4, Vec3A>)
+    };
+    let mut out = [Affine3A::IDENTITY; LANES];
+    for h in 0..2 {
+        let (a, b, c, d) = (
+            lanes(&c0, h),
+            lanes(&c1, h),
+            lanes(&c2, h),
+            lanes(&[tx, ty, tz], h),
+        );
+        for (l, o) in out.iter_mut().skip(4 * h).take(4).enumerate() {
+            *o = Affine3A {
+                matrix3: Mat3A::from_cols(a[l], b[l], c[l]),
+                translation: d[l],
+            };
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -567,7 +679,8 @@ mod tests {
         }
         for lw in [1.0, 0.6, 0.0] {
             let mut back = [Transform::IDENTITY; LANES];
-            blend_block(&keys, 0, &SingleLayer::new(sum.weight, lw), &sr, &mut back);
+            blend_block(&keys, 0, &SingleLayer::new(sum.weight, lw), &sr, true)
+                .write_transforms(&mut back);
             for l in 0..LANES {
                 let mut s = LayerSum::EMPTY;
                 s.add(&samples[0][l], 0.7);
@@ -583,6 +696,25 @@ mod tests {
                     assert_eq!(samples[0][l].rotation, a[l].rotation);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn soa_to_affine8_equals_glam_and_lanes_round_trip() {
+        let p = poses(11);
+        let soa = SoaTransform::from_transforms(&p);
+        let m = soa_to_affine8(&soa);
+        for (l, (got, t)) in m.iter().zip(&p).enumerate() {
+            assert_eq!(*got, t.to_affine(), "lane {l}");
+            assert_eq!(soa.lane(l), *t, "lane {l}");
+        }
+        assert_eq!(soa.lane(LANES), Transform::IDENTITY);
+        let mut edited = soa;
+        edited.set_lane(5, &p[2]);
+        edited.set_lane(LANES, &p[3]);
+        for l in 0..LANES {
+            let want = if l == 5 { p[2] } else { p[l] };
+            assert_eq!(edited.lane(l), want, "lane {l}");
         }
     }
 

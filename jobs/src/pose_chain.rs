@@ -1,0 +1,375 @@
+//! Jobs 4, 6, 7 and 9 run entity by entity: the pipeline's default ([`PoseChain::Fused`]).
+//!
+//! Each entity's keys are located (job 4, phase one), its bones sampled and blended into
+//! structure-of-arrays local poses (job 4), its root made in place and its root motion applied
+//! (job 6), its model matrices built (job 7) and its palette written (job 9) before the next
+//! entity starts. The local poses and, unless kept, the model matrices live in a
+//! [`ChainScratch`] of a few KiB per worker that stays in the core's L1 cache, instead of
+//! crowd-sized frame buffers that every job writes and the next reads back from memory. Each
+//! stage is the staged job's own per-entity function ([`sample_blend_entity_soa`],
+//! [`root_motion_one`], [`propagate_soa`], [`skin_entity`]), so the two modes compute the same
+//! palettes bit for bit.
+//!
+//! [`PoseChain::Fused`]: crate::pipeline::PoseChain::Fused
+
+use crate::asset::KeySpan;
+use crate::component::{
+    Animations, EntityTransform, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors,
+    SkinRef,
+};
+use crate::error::{JobError, check_len};
+use crate::frame::PaletteEntry;
+use crate::j4_sample_blend::{EntitySampling, resolve_spans, sample_blend_entity_soa};
+use crate::j6_root_motion::{has_root_motion, root_motion_one};
+use crate::j7_propagate::propagate_soa;
+use crate::j8_remap_cache::RemapCache;
+use crate::j9_skinning::{TableLookup, skin_entity};
+use crate::math::soa::{LANES, SoaTransform};
+use glam::Affine3A;
+use sinew_runtime::store::Entity;
+
+/// Per-worker buffers of the fused chain, reused from entity to entity and frame to frame
+/// (sized by the largest entity seen).
+#[derive(Debug, Default)]
+pub struct ChainScratch {
+    spans: Vec<KeySpan>,
+    local: Vec<SoaTransform>,
+    model: Vec<Affine3A>,
+}
+
+/// Jobs 4, 6, 7 and 9 over one run of entities (consecutive rows of one chunk).
+///
+/// `model` (when the caller keeps model matrices) and `palette` are the run's pieces of the
+/// flat buffers, starting at flat bone `model_base` and palette entry `palette_base`.
+#[derive(Debug)]
+pub struct PoseChainJob<'a> {
+    /// Entity handles (for errors).
+    pub entities: &'a [Entity],
+    /// Rigs.
+    pub rigs: &'a [RigRef],
+    /// Animations, sorted by layer.
+    pub animations: &'a [Animations],
+    /// Layer weights.
+    pub layer_weights: &'a [LayerWeights],
+    /// Frame slots (job 3).
+    pub slots: &'a [FrameSlot],
+    /// Sampling cursors, when the run's entities have them.
+    pub cursors: Option<&'a mut [SamplingCursors]>,
+    /// Skinned meshes, when the run's entities have them (no palette otherwise).
+    pub skins: Option<&'a [SkinRef]>,
+    /// Root motion, when the run's entities have it (job 6 skips them otherwise).
+    pub motion: Option<&'a mut [RootMotion]>,
+    /// Entity transforms that root motion moves.
+    pub transforms: Option<&'a mut [EntityTransform]>,
+    /// The remap cache (job 8).
+    pub remap: &'a RemapCache,
+    /// Model matrices of the run, when kept.
+    pub model: Option<&'a mut [Affine3A]>,
+    /// Flat bone index of `model[0]`.
+    pub model_base: u32,
+    /// The run's palette piece.
+    pub palette: &'a mut [PaletteEntry],
+    /// Palette index of `palette[0]`.
+    pub palette_base: u32,
+    /// Frame time in seconds (root-motion velocity).
+    pub dt: f32,
+}
+
+impl PoseChainJob<'_> {
+    /// Checks what jobs 4, 6, 7 and 9 check: per-entity buffers of one length, every slot's
+    /// bones and palette entries inside the run's pieces, slot counts equal to the rig's and
+    /// the mesh's, a remap table for every (rig, mesh) pair, skin root bones inside the rig.
+    /// O(entities).
+    ///
+    /// # Errors
+    /// [`JobError::LengthMismatch`], [`JobError::MissingRemap`] or
+    /// [`JobError::BoneOutOfRange`], naming the buffer or the entity.
+    pub fn validate(&self) -> Result<(), JobError> {
+        const JOB: &str = "pose chain";
+        let n = self.entities.len();
+        check_len(JOB, "rigs", n, self.rigs.len())?;
+        check_len(JOB, "animations", n, self.animations.len())?;
+        check_len(JOB, "layer weights", n, self.layer_weights.len())?;
+        check_len(JOB, "slots", n, self.slots.len())?;
+        if let Some(c) = &self.cursors {
+            check_len(JOB, "cursors", n, c.len())?;
+        }
+        if let Some(s) = self.skins {
+            check_len(JOB, "skins", n, s.len())?;
+        }
+        if let Some(m) = &self.motion {
+            check_len(JOB, "root motion", n, m.len())?;
+        }
+        if let Some(t) = &self.transforms {
+            check_len(JOB, "transforms", n, t.len())?;
+        }
+        let mut tables = TableLookup::new(self.remap);
+        for (i, (s, rig)) in self.slots.iter().zip(self.rigs).enumerate() {
+            check_len(
+                JOB,
+                "slot bone count",
+                rig.0.bone_count(),
+                s.bone_count as usize,
+            )?;
+            if let Some(model) = &self.model {
+                let end = (s.bone_offset + s.bone_count) as usize;
+                let base = self.model_base as usize;
+                if (s.bone_offset as usize) < base || end - base > model.len() {
+                    return Err(JobError::LengthMismatch {
+                        job: JOB,
+                        buffer: "model",
+                        expected: end,
+                        actual: base + model.len(),
+                    });
+                }
+            }
+            let pend = (s.palette_offset + s.palette_count) as usize;
+            let pbase = self.palette_base as usize;
+            if (s.palette_offset as usize) < pbase || pend - pbase > self.palette.len() {
+                return Err(JobError::LengthMismatch {
+                    job: JOB,
+                    buffer: "palette",
+                    expected: pend,
+                    actual: pbase + self.palette.len(),
+                });
+            }
+            let Some(skin) = self.skins.and_then(|k| k.get(i)) else {
+                check_len(JOB, "slot palette count", 0, s.palette_count as usize)?;
+                continue;
+            };
+            check_len(
+                JOB,
+                "slot palette count",
+                skin.mesh.bone_count(),
+                s.palette_count as usize,
+            )?;
+            if tables.get(&rig.0, &skin.mesh).is_none() {
+                return Err(JobError::MissingRemap {
+                    entity: self.entities[i],
+                    mesh: skin.mesh.name().to_string(),
+                });
+            }
+            if let Some(rb) = skin.root_bone
+                && rb.get() >= s.bone_count as usize
+            {
+                return Err(JobError::BoneOutOfRange {
+                    job: JOB,
+                    entity: Some(self.entities[i]),
+                    bone: rb.get(),
+                    bone_count: s.bone_count as usize,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the chain for every entity of the run, in order, with `scratch` as the worker's
+    /// buffers.
+    pub fn run(&mut self, scratch: &mut ChainScratch) {
+        let mut tables = TableLookup::new(self.remap);
+        let mut fallback_cursors = SamplingCursors::default();
+        let per_entity = self
+            .rigs
+            .iter()
+            .zip(self.slots)
+            .zip(self.animations.iter().zip(self.layer_weights));
+        for (i, ((rig, slot), (animations, lw))) in per_entity.enumerate() {
+            let (rig, animations) = (&rig.0, animations.as_slice());
+            let bones = rig.bone_count();
+
+            // Job 4: spans, then SoA local poses.
+            let needed: usize = animations.iter().map(|a| a.clip.timelines().len()).sum();
+            scratch.spans.resize(needed, KeySpan::default());
+            let cursors = match self.cursors.as_deref_mut().and_then(|c| c.get_mut(i)) {
+                Some(c) => c,
+                None => &mut fallback_cursors,
+            };
+            resolve_spans(animations, cursors, &mut scratch.spans);
+            let sampling = EntitySampling {
+                rig,
+                animations,
+                layer_weights: lw.0,
+                span_offset: 0,
+                bone_offset: slot.bone_offset,
+            };
+            let blocks = bones.div_ceil(LANES);
+            if scratch.local.len() < blocks {
+                scratch.local.resize(blocks, SoaTransform::default());
+            }
+            let local = &mut scratch.local[..blocks];
+            sample_blend_entity_soa(&sampling, &scratch.spans, bones, local);
+
+            // Job 6: root motion, and the root made in place.
+            if let Some(motion) = self.motion.as_deref_mut().and_then(|m| m.get_mut(i)) {
+                let root = rig.root().get();
+                let transform = self.transforms.as_deref_mut().and_then(|t| t.get_mut(i));
+                match local.get_mut(root / LANES) {
+                    Some(block) if has_root_motion(animations) => {
+                        let mut pose = block.lane(root % LANES);
+                        root_motion_one(
+                            animations,
+                            lw,
+                            root,
+                            motion,
+                            transform,
+                            Some(&mut pose),
+                            self.dt,
+                        );
+                        block.set_lane(root % LANES, &pose);
+                    }
+                    _ => root_motion_one(animations, lw, root, motion, transform, None, self.dt),
+                }
+            }
+
+            // Job 7: model matrices, into the kept buffer or the scratch.
+            let kept = self.model.as_deref_mut().and_then(|m| {
+                let start = slot.bone_offset.wrapping_sub(self.model_base) as usize;
+                m.get_mut(start..start.saturating_add(bones))
+            });
+            let model = match kept {
+                Some(m) => m,
+                None => {
+                    if scratch.model.len() < bones {
+                        scratch.model.resize(bones, Affine3A::IDENTITY);
+                    }
+                    &mut scratch.model[..bones]
+                }
+            };
+            propagate_soa(rig.parent_indices(), local, model);
+
+            // Job 9: the palette.
+            let Some(skin) = self.skins.and_then(|s| s.get(i)) else {
+                continue;
+            };
+            let Some(table) = tables.get(rig, &skin.mesh) else {
+                continue;
+            };
+            let p0 = slot.palette_offset.wrapping_sub(self.palette_base) as usize;
+            let Some(out) = self
+                .palette
+                .get_mut(p0..p0.saturating_add(slot.palette_count as usize))
+            else {
+                continue;
+            };
+            skin_entity(model, skin, table, out);
+        }
+    }
+
+    /// Bones of the run (from its first slot to the end of its last).
+    fn bone_span(&self) -> usize {
+        match (self.slots.first(), self.slots.last()) {
+            (Some(a), Some(b)) => {
+                (b.bone_offset + b.bone_count).saturating_sub(a.bone_offset) as usize
+            }
+            _ => 0,
+        }
+    }
+
+    /// The run cut before entity `mid` (clamped to the run), its pieces cut at that entity's
+    /// first bone and first palette entry.
+    pub fn split_at(self, mid: usize) -> (Self, Self) {
+        let mid = mid.min(self.entities.len());
+        // Cut the pieces at the right half's first bone and palette entry (clamped below).
+        let (bone_cut, palette_cut) = self.slots.get(mid).map_or((usize::MAX, usize::MAX), |s| {
+            (
+                s.bone_offset.saturating_sub(self.model_base) as usize,
+                s.palette_offset.saturating_sub(self.palette_base) as usize,
+            )
+        });
+        let bone_cut = bone_cut.min(self.model.as_ref().map_or(0, |m| m.len()));
+        let palette_cut = palette_cut.min(self.palette.len());
+        let (entities, entities_r) = self.entities.split_at(mid);
+        let (rigs, rigs_r) = split(self.rigs, mid);
+        let (animations, animations_r) = split(self.animations, mid);
+        let (layer_weights, layer_weights_r) = split(self.layer_weights, mid);
+        let (slots, slots_r) = split(self.slots, mid);
+        let (skins, skins_r) = match self.skins {
+            Some(s) => {
+                let (a, b) = split(s, mid);
+                (Some(a), Some(b))
+            }
+            None => (None, None),
+        };
+        let (cursors, cursors_r) = split_mut(self.cursors, mid);
+        let (motion, motion_r) = split_mut(self.motion, mid);
+        let (transforms, transforms_r) = split_mut(self.transforms, mid);
+        let (model, model_r) = split_mut(self.model, bone_cut);
+        let (palette, palette_r) = self.palette.split_at_mut(palette_cut);
+        let right = Self {
+            entities: entities_r,
+            rigs: rigs_r,
+            animations: animations_r,
+            layer_weights: layer_weights_r,
+            slots: slots_r,
+            cursors: cursors_r,
+            skins: skins_r,
+            motion: motion_r,
+            transforms: transforms_r,
+            remap: self.remap,
+            model: model_r,
+            model_base: self.model_base + bone_cut as u32,
+            palette: palette_r,
+            palette_base: self.palette_base + palette_cut as u32,
+            dt: self.dt,
+        };
+        let left = Self {
+            entities,
+            rigs,
+            animations,
+            layer_weights,
+            slots,
+            cursors,
+            skins,
+            motion,
+            transforms,
+            remap: self.remap,
+            model,
+            model_base: self.model_base,
+            palette,
+            palette_base: self.palette_base,
+            dt: self.dt,
+        };
+        (left, right)
+    }
+
+    /// Runs in parallel: halves of the run (rayon `join`) down to about `grain` bones or one
+    /// entity per task, each task with its worker thread's [`ChainScratch`]. Every entity is
+    /// computed by one task from the same inputs, so the results do not depend on the
+    /// number of threads.
+    pub fn run_parallel(self, grain: usize) {
+        if self.entities.len() > 1 && self.bone_span() > grain.max(1) {
+            let mid = self.entities.len() / 2;
+            let (left, right) = self.split_at(mid);
+            rayon::join(|| left.run_parallel(grain), || right.run_parallel(grain));
+            return;
+        }
+        let mut job = self;
+        THREAD_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => job.run(&mut scratch),
+            // Only if a caller runs a chain from inside another on this thread.
+            Err(_) => job.run(&mut ChainScratch::default()),
+        });
+    }
+}
+
+thread_local! {
+    /// Each worker thread's chain buffers.
+    static THREAD_SCRATCH: std::cell::RefCell<ChainScratch> =
+        std::cell::RefCell::new(ChainScratch::default());
+}
+
+/// `s` cut at `mid` (clamped).
+fn split<T>(s: &[T], mid: usize) -> (&[T], &[T]) {
+    s.split_at(mid.min(s.len()))
+}
+
+/// An optional mutable slice cut at `mid` (clamped); `None` gives two `None`s.
+fn split_mut<T>(s: Option<&mut [T]>, mid: usize) -> (Option<&mut [T]>, Option<&mut [T]>) {
+    match s {
+        Some(s) => {
+            let (a, b) = s.split_at_mut(mid.min(s.len()));
+            (Some(a), Some(b))
+        }
+        None => (None, None),
+    }
+}
