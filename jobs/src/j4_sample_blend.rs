@@ -190,8 +190,10 @@ fn run_range(
 pub fn sample_blend_entity(e: &EntitySampling<'_>, spans: &[KeySpan], out: &mut [Transform]) {
     let simple = e.single_override_layer();
     if simple && let Some(plan) = GridPlan::new(e, spans, out.len().div_ceil(LANES)) {
+        let mut block = SoaTransform::default();
         for (b, chunk) in out.chunks_mut(LANES).enumerate() {
-            plan.block(b).write_transforms(chunk);
+            plan.block(b, &mut block);
+            block.write_transforms(chunk);
         }
         return;
     }
@@ -215,7 +217,7 @@ pub fn sample_blend_entity_soa(
     let simple = e.single_override_layer();
     if simple && let Some(plan) = GridPlan::new(e, spans, blocks) {
         for (b, o) in out.iter_mut().take(blocks).enumerate() {
-            *o = plan.block(b);
+            plan.block(b, o);
         }
         return;
     }
@@ -294,11 +296,11 @@ impl<'a> GridPlan<'a> {
         })
     }
 
-    /// Block `b`, sampled and blended.
+    /// Block `b`, sampled and blended into `out`.
     #[inline(always)]
-    fn block(&self, b: usize) -> SoaTransform {
+    fn block(&self, b: usize, out: &mut SoaTransform) {
         let Some(rest) = self.grid.rest_block(b) else {
-            return SoaTransform::default();
+            return;
         };
         blend_block(
             self.keys.get(..self.n).unwrap_or(&[]),
@@ -306,7 +308,8 @@ impl<'a> GridPlan<'a> {
             &self.single,
             rest,
             self.animate_scale,
-        )
+            out,
+        );
     }
 }
 

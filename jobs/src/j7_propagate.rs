@@ -5,6 +5,7 @@
 use crate::asset::Transform;
 use crate::component::{FrameSlot, RigRef};
 use crate::error::{JobError, check_len};
+use crate::math::mul_affine;
 use crate::math::soa::{LANES, SoaTransform, soa_to_affine8, trs_to_affine4};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
@@ -87,7 +88,7 @@ pub fn propagate_one(parents: &[u32], local: &[Transform], model: &mut [Affine3A
             let i = 4 * c + j;
             let p = p as usize;
             let out = if p < i {
-                model.get(p).map_or(*m, |parent| *parent * *m)
+                model.get(p).map_or(*m, |parent| mul_affine(parent, m))
             } else {
                 *m
             };
@@ -113,7 +114,7 @@ pub fn propagate_soa(parents: &[u32], local: &[SoaTransform], model: &mut [Affin
             let i = LANES * b + j;
             let p = p as usize;
             let out = if p < i {
-                model.get(p).map_or(*m, |parent| *parent * *m)
+                model.get(p).map_or(*m, |parent| mul_affine(parent, m))
             } else {
                 *m
             };

@@ -5,7 +5,7 @@ use crate::asset::{Rig, SkinnedMesh};
 use crate::component::{FrameSlot, RigRef, SkinRef};
 use crate::error::{JobError, check_len};
 use crate::j8_remap_cache::{NO_RIG_BONE, RemapCache, RemapTable};
-use crate::math::palette_3x4;
+use crate::math::{mul_affine, palette_3x4};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
 use std::sync::Arc;
@@ -172,10 +172,79 @@ pub fn skin_one(
                 continue;
             };
             match entity_to_root {
-                Some(e) => e * (*bone * *ib),
-                None => *bone * *ib,
+                Some(e) => mul_affine(&e, &mul_affine(bone, ib)),
+                None => mul_affine(bone, ib),
             }
         };
         palette_3x4(&m, o);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::{Quat, Vec3};
+
+    fn affine(i: usize) -> Affine3A {
+        let f = i as f32;
+        Affine3A::from_scale_rotation_translation(
+            Vec3::new(1.0 + 0.1 * f, 0.9, 1.1),
+            Quat::from_euler(glam::EulerRot::XYZ, 0.3 * f, -0.2 * f, 0.7),
+            Vec3::new(f, -2.0 * f, 0.5),
+        )
+    }
+
+    #[test]
+    fn palettes_are_model_times_inverse_bind_with_missing_and_reordered_bones() {
+        // 11 mesh bones over a 13-bone rig, reordered, two of them without a rig bone.
+        let model: Vec<Affine3A> = (0..13).map(affine).collect();
+        let mesh_to_rig = vec![12, 0, NO_RIG_BONE, 5, 7, 1, 2, 3, NO_RIG_BONE, 11, 9];
+        let binds: Vec<Affine3A> = (0..11).map(|i| affine(20 + i).inverse()).collect();
+        let table = RemapTable {
+            mesh_to_rig: mesh_to_rig.clone(),
+            missing: 2,
+        };
+        let mut got = vec![[f32::NAN; 12]; 11];
+        skin_one(&model, &binds, &table, None, &mut got);
+        for (j, &r) in mesh_to_rig.iter().enumerate() {
+            let mut want = [0.0; 12];
+            if r == NO_RIG_BONE {
+                palette_3x4(&Affine3A::IDENTITY, &mut want);
+            } else {
+                palette_3x4(&mul_affine(&model[r as usize], &binds[j]), &mut want);
+            }
+            assert_eq!(
+                got[j].map(f32::to_bits),
+                want.map(f32::to_bits),
+                "mesh bone {j}"
+            );
+            // And glam's product, to rounding.
+            let glam = if r == NO_RIG_BONE {
+                Affine3A::IDENTITY
+            } else {
+                model[r as usize] * binds[j]
+            };
+            let mut want = [0.0; 12];
+            palette_3x4(&glam, &mut want);
+            for (x, y) in got[j].iter().zip(want) {
+                assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "mesh bone {j}");
+            }
+        }
+        // An entity-to-root matrix multiplies every entry but the missing bones'.
+        let shift = Affine3A::from_translation(Vec3::new(0.0, -3.0, 0.0));
+        let mut rooted = vec![[f32::NAN; 12]; 11];
+        skin_one(&model, &binds, &table, Some(shift), &mut rooted);
+        for (j, &r) in mesh_to_rig.iter().enumerate() {
+            let mut want = [0.0; 12];
+            if r == NO_RIG_BONE {
+                palette_3x4(&Affine3A::IDENTITY, &mut want);
+            } else {
+                palette_3x4(
+                    &mul_affine(&shift, &mul_affine(&model[r as usize], &binds[j])),
+                    &mut want,
+                );
+            }
+            assert_eq!(rooted[j], want, "mesh bone {j}");
+        }
     }
 }

@@ -323,9 +323,11 @@ pub fn blend_block(
     layer: &SingleLayer,
     rest: &SoaTransform,
     animate_scale: bool,
-) -> SoaTransform {
+    out: &mut SoaTransform,
+) {
     if layer.rest_only {
-        return *rest;
+        *out = *rest;
+        return;
     }
     let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
     let m = f32x8::splat(layer.missing);
@@ -360,8 +362,8 @@ pub fn blend_block(
         }
         acc
     }
-    let translation = vec3(keys, b, |t| &t.translation, &rest.translation, layer);
-    let scale = if animate_scale {
+    out.translation = vec3(keys, b, |t| &t.translation, &rest.translation, layer);
+    out.scale = if animate_scale {
         vec3(keys, b, |t| &t.scale, &rest.scale, layer)
     } else {
         rest.scale
@@ -399,13 +401,8 @@ pub fn blend_block(
     let len_sq = dot4(&p, &p);
     let ok = len_sq.simd_gt(f32x8::splat(1e-12)) & len_sq.is_finite();
     let inv = f32x8::ONE / len_sq.sqrt();
-    for (c, r) in p.iter_mut().zip(rest.rotation) {
-        *c = ok.bitselect(*c * inv, r);
-    }
-    SoaTransform {
-        translation,
-        rotation: p,
-        scale,
+    for ((o, c), r) in out.rotation.iter_mut().zip(p).zip(rest.rotation) {
+        *o = ok.bitselect(c * inv, r);
     }
 }
 
@@ -517,24 +514,28 @@ pub fn soa_to_affine8(t: &SoaTransform) -> [Affine3A; LANES] {
     let c0 = [(one - (yy + zz)) * sx, (xy + wz) * sx, (xz - wy) * sx];
     let c1 = [(xy - wz) * sy, (one - (xx + zz)) * sy, (yz + wx) * sy];
     let c2 = [(xz + wy) * sz, (yz - wx) * sz, (one - (xx + yy)) * sz];
-    let [tx, ty, tz] = t.translation;
+    let tr = t.translation;
     // Component-major to lane-major, four lanes (one half) at a time.
-    let lanes = |v: &[f32x8; 3], h: usize| {
-        let (a, b, c) = (halves(v[0])[h], halves(v[1])[h], halves(v[2])[h]);
-        f32x4::transpose([a, b, c, f32x4::ZERO]).map(bytemuck::cast::<f32x4, Vec3A>)
-    };
+    #[inline(always)]
+    fn lanes(v: &[f32x8; 3], h: usize) -> [f32x4; 4] {
+        f32x4::transpose([
+            halves(v[0])[h],
+            halves(v[1])[h],
+            halves(v[2])[h],
+            f32x4::ZERO,
+        ])
+    }
+    #[inline(always)]
+    fn vec(v: f32x4) -> Vec3A {
+        bytemuck::cast(v)
+    }
     let mut out = [Affine3A::IDENTITY; LANES];
     for h in 0..2 {
-        let (a, b, c, d) = (
-            lanes(&c0, h),
-            lanes(&c1, h),
-            lanes(&c2, h),
-            lanes(&[tx, ty, tz], h),
-        );
-        for (l, o) in out.iter_mut().skip(4 * h).take(4).enumerate() {
-            *o = Affine3A {
-                matrix3: Mat3A::from_cols(a[l], b[l], c[l]),
-                translation: d[l],
+        let (a, b, c, d) = (lanes(&c0, h), lanes(&c1, h), lanes(&c2, h), lanes(&tr, h));
+        for l in 0..4 {
+            out[4 * h + l] = Affine3A {
+                matrix3: Mat3A::from_cols(vec(a[l]), vec(b[l]), vec(c[l])),
+                translation: vec(d[l]),
             };
         }
     }
@@ -679,8 +680,16 @@ mod tests {
         }
         for lw in [1.0, 0.6, 0.0] {
             let mut back = [Transform::IDENTITY; LANES];
-            blend_block(&keys, 0, &SingleLayer::new(sum.weight, lw), &sr, true)
-                .write_transforms(&mut back);
+            let mut blended = SoaTransform::default();
+            blend_block(
+                &keys,
+                0,
+                &SingleLayer::new(sum.weight, lw),
+                &sr,
+                true,
+                &mut blended,
+            );
+            blended.write_transforms(&mut back);
             for l in 0..LANES {
                 let mut s = LayerSum::EMPTY;
                 s.add(&samples[0][l], 0.7);
