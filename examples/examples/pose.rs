@@ -15,7 +15,7 @@ use sinew_jobs::asset::AssetRegistry;
 use sinew_jobs::component::{AnimationToProcess, FrameSlot, SkinRef, animated};
 use sinew_jobs::frame::ModelPoses;
 use sinew_jobs::import::import_gltf;
-use sinew_jobs::pipeline::PipelineConfig;
+use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
 use sinew_runtime::store::Store;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -128,6 +128,7 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
         &mut store,
         PipelineConfig {
             advance_clocks: false,
+            pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
             ..Default::default()
         },
         |_, _| {},

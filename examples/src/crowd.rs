@@ -634,12 +634,25 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         sum / entities.len().max(1)
     };
     let state_bytes_per_character = std::mem::size_of::<CrowdBundle>() + anim_heap;
-    let frame_bytes_per_character = bones
-        * (std::mem::size_of::<Transform>()
-            + std::mem::size_of::<glam::Affine3A>()
-            + std::mem::size_of::<sinew_jobs::frame::BoneSlot>())
-        + mesh_bones * std::mem::size_of::<PaletteEntry>()
-        + std::mem::size_of::<sinew_jobs::frame::EntityCounts>() * 2;
+    // The frame buffers as they are after the run (with the fused chain, local poses and
+    // model matrices stay in per-worker scratch and these buffers are empty).
+    let frame_bytes_per_character = {
+        use sinew_jobs::frame::{
+            BoneTable, FrameCounts, FrameOffsets, FrameSpans, LocalPoses, ModelPoses,
+        };
+        fn bytes<T>(v: &[T]) -> usize {
+            std::mem::size_of_val(v)
+        }
+        let r = |e: sinew_runtime::store::StoreError| e.to_string();
+        let total = bytes(&store.resource::<FrameCounts>().map_err(r)?.0)
+            + bytes(&store.resource::<FrameOffsets>().map_err(r)?.offsets)
+            + bytes(&store.resource::<BoneTable>().map_err(r)?.0)
+            + bytes(&store.resource::<FrameSpans>().map_err(r)?.0)
+            + bytes(&store.resource::<LocalPoses>().map_err(r)?.0)
+            + bytes(&store.resource::<ModelPoses>().map_err(r)?.0)
+            + mesh_bones * entities.len() * std::mem::size_of::<PaletteEntry>();
+        total / entities.len().max(1)
+    };
     Ok(CrowdSummary {
         model: model.name,
         count: entities.len(),

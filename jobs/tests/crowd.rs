@@ -63,15 +63,10 @@ fn palettes_are_bit_identical_with_1_2_and_8_threads() {
     assert_eq!(bits(&one), bits(&two));
     assert_eq!(bits(&one), bits(&eight));
     assert!(one.iter().flatten().all(|x| x.is_finite()));
-    // Jobs 4, 6, 7 and 9 as four nodes with frame buffers between them, and fused without
-    // kept model poses: the same bits (every layer kind, masks and root motion are in the
+    // Jobs 4, 6, 7 and 9 as four nodes with frame buffers between them, and fused keeping
+    // model poses: the same bits (every layer kind, masks and root motion are in the
     // built-in crowd).
-    for pose_chain in [
-        PoseChain::Staged,
-        PoseChain::Fused {
-            keep_model_poses: false,
-        },
-    ] {
+    for pose_chain in [PoseChain::Staged, PoseChain::FUSED_KEEPING_MODEL_POSES] {
         let config = PipelineConfig {
             pose_chain,
             ..Default::default()

@@ -181,8 +181,13 @@ fn one_clip_at_half_time_matches_hand_computed_pose_model_and_palette() {
     assert!(close(p[0], Vec3::new(-s, 1.0 + s, 0.0)));
     let staged_model = model.clone();
 
-    // The fused chain (the default) gives the same model matrices and palette, bit for bit.
-    let mut fused = Animator::with(&mut store, without_clocks(), |_, _| {}).unwrap();
+    // The fused chain (keeping model poses) gives the same model matrices and palette, bit
+    // for bit.
+    let keeping = PipelineConfig {
+        pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
+        ..without_clocks()
+    };
+    let mut fused = Animator::with(&mut store, keeping, |_, _| {}).unwrap();
     fused.run_frame(&mut store, 0.0).unwrap();
     assert_eq!(fused.palettes(&store), &staged_palette[..]);
     assert_eq!(store.resource::<ModelPoses>().unwrap().0, staged_model);
@@ -256,7 +261,11 @@ fn layers_masks_additive_and_rest_fill() {
     animator.run_frame(&mut store, 0.0).unwrap();
     let local = store.resource::<LocalPoses>().unwrap().0.clone();
     let staged_model = store.resource::<ModelPoses>().unwrap().0.clone();
-    let mut fused = Animator::with(&mut store, without_clocks(), |_, _| {}).unwrap();
+    let keeping = PipelineConfig {
+        pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
+        ..without_clocks()
+    };
+    let mut fused = Animator::with(&mut store, keeping, |_, _| {}).unwrap();
     fused.run_frame(&mut store, 0.0).unwrap();
     assert_eq!(store.resource::<ModelPoses>().unwrap().0, staged_model);
     let off = |e| store.get::<FrameSlot>(e).unwrap().bone_offset as usize;
@@ -442,7 +451,11 @@ fn root_motion_accumulates_across_loop_wraps_and_keeps_the_root_in_place() {
         .unwrap();
     store.insert(e, EntityTransform::default()).unwrap();
     store.insert(e, RootMotion::default()).unwrap();
-    let mut animator = Animator::new(&mut store).unwrap();
+    let keeping = PipelineConfig {
+        pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
+        ..Default::default()
+    };
+    let mut animator = Animator::with(&mut store, keeping, |_, _| {}).unwrap();
     let dt = 0.1;
     for _ in 0..25 {
         animator.run_frame(&mut store, dt).unwrap();
@@ -565,6 +578,7 @@ fn exposed_bone_entities_follow_their_bone_in_world_space() {
         &mut store,
         PipelineConfig {
             advance_clocks: false,
+            pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
             ..Default::default()
         },
         |_, _| {},
@@ -686,15 +700,14 @@ fn fused_chain_without_kept_model_poses_gives_the_same_palettes_and_refuses_expo
         ))
         .unwrap();
     store.insert(e, SkinRef::new(mesh)).unwrap();
-    let mut kept = Animator::with(&mut store, without_clocks(), |_, _| {}).unwrap();
-    kept.run_frame(&mut store, 0.0).unwrap();
-    let want = kept.palettes(&store).to_vec();
-    let dropped_config = PipelineConfig {
-        pose_chain: PoseChain::Fused {
-            keep_model_poses: false,
-        },
+    let keeping = PipelineConfig {
+        pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
         ..without_clocks()
     };
+    let mut kept = Animator::with(&mut store, keeping, |_, _| {}).unwrap();
+    kept.run_frame(&mut store, 0.0).unwrap();
+    let want = kept.palettes(&store).to_vec();
+    let dropped_config = without_clocks();
     let mut dropped = Animator::with(&mut store, dropped_config, |_, _| {}).unwrap();
     dropped.run_frame(&mut store, 0.0).unwrap();
     assert_eq!(dropped.palettes(&store), &want[..]);
