@@ -84,18 +84,17 @@ impl PerBoneInfoJob<'_> {
             .into_par_iter()
             .zip(groups)
             .for_each(|(out, (a, b))| {
-                let mut k = 0;
+                let mut rest = out;
                 for e in a..b {
-                    let n = counts.get(e).map_or(0, |c| c.bones);
-                    for bone in 0..n {
-                        if let Some(slot) = out.get_mut(k) {
-                            *slot = BoneSlot {
-                                entity: e as u32,
-                                bone,
-                            };
-                        }
-                        k += 1;
+                    let n = counts.get(e).map_or(0, |c| c.bones as usize);
+                    let (mine, tail) = rest.split_at_mut(n.min(rest.len()));
+                    for (bone, slot) in (0u32..).zip(mine) {
+                        *slot = BoneSlot {
+                            entity: e as u32,
+                            bone,
+                        };
                     }
+                    rest = tail;
                 }
             });
     }

@@ -5,8 +5,8 @@
 use crate::asset::Transform;
 use crate::component::{FrameSlot, RigRef};
 use crate::error::{JobError, check_len};
-use crate::math::mul_affine;
-use crate::math::soa::{LANES, SoaTransform, soa_to_affine8, trs_to_affine4};
+use crate::math::soa::{LANES, SoaTransform, soa_local_rows, trs_to_affine4};
+use crate::math::{mul_affine, mul_affine_by};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
 
@@ -100,8 +100,11 @@ pub fn propagate_one(parents: &[u32], local: &[Transform], model: &mut [Affine3A
 }
 
 /// [`propagate_one`] from structure-of-arrays local poses (block `b` holds bones `8b ..
-/// 8b + 8`, as [`sample_blend_entity_soa`] writes them): local matrices come eight at a time
-/// from [`soa_to_affine8`], with no gather; the results are identical to [`propagate_one`]'s.
+/// 8b + 8`, as [`sample_blend_entity_soa`] writes them): each block's local matrices are
+/// computed eight at a time and left as rows ([`soa_local_rows`]), and each bone's product
+/// with its parent broadcasts its twelve elements straight from those rows
+/// ([`mul_affine_by`]), so no matrix is transposed. The results are identical to
+/// [`propagate_one`]'s.
 ///
 /// [`sample_blend_entity_soa`]: crate::j4_sample_blend::sample_blend_entity_soa
 #[inline]
@@ -109,14 +112,14 @@ pub fn propagate_soa(parents: &[u32], local: &[SoaTransform], model: &mut [Affin
     let n = model.len().min(parents.len()).min(local.len() * LANES);
     let (model, parents) = (&mut model[..n], &parents[..n]);
     for (b, (block, parents)) in local.iter().zip(parents.chunks(LANES)).enumerate() {
-        let locals = soa_to_affine8(block);
-        for (j, (m, &p)) in locals.iter().zip(parents).enumerate() {
+        let rows = soa_local_rows(block);
+        for (j, &p) in parents.iter().enumerate() {
             let i = LANES * b + j;
-            let p = p as usize;
-            let out = if p < i {
-                model.get(p).map_or(*m, |parent| mul_affine(parent, m))
-            } else {
-                *m
+            let element = |k: usize| rows[k][j];
+            let parent = (p as usize) < i;
+            let out = match model.get(p as usize) {
+                Some(parent_model) if parent => mul_affine_by(parent_model, element),
+                _ => Affine3A::from_cols_array(&std::array::from_fn(element)),
             };
             if let Some(o) = model.get_mut(i) {
                 *o = out;

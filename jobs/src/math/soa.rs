@@ -1,12 +1,17 @@
 //! Structure-of-arrays transforms, [`LANES`] bones at a time on `wide::f32x8`: the sampling
 //! job's shared-time-grid path (see [`crate::asset::KeyGrid`]).
 //!
-//! Every function here performs the same IEEE operations in the same order as its scalar
-//! reference ([`lerp_vec3`](super::lerp_vec3), [`nlerp_shortest`](super::nlerp_shortest),
-//! [`LayerSum`](super::LayerSum), [`PoseAccumulator`](super::PoseAccumulator)); dot products
-//! group their terms as glam's SSE2 `Vec4::dot` does, `(x·x' + z·z') + (y·y' + w·w')`, and no
-//! multiply-add is fused, so the two paths agree to the last bit on x86-64 (the tests allow
-//! 1e-6 so that other targets' glam backends may round differently).
+//! Every function here computes what its scalar reference computes
+//! ([`lerp_vec3`](super::lerp_vec3), [`nlerp_shortest`](super::nlerp_shortest),
+//! [`LayerSum`](super::LayerSum), [`PoseAccumulator`](super::PoseAccumulator)), with the same
+//! sums in the same order (dot products grouped as glam's SSE2 `Vec4::dot`,
+//! `(x·x' + z·z') + (y·y' + w·w')`), except three things that trade the last bits for speed:
+//! quaternions are normalised with the reciprocal-square-root estimate and one Newton step
+//! (`inv_sqrt`) rather than a square root and a division, slerp's `acos`/`sin` are `wide`'s
+//! vector versions, and scales of clips without scale tracks are the rest scales rather than
+//! their weighted sum. The two paths agree to about 1e-7 (the tests allow 1e-6). Which path
+//! an entity takes depends only on its animations, so results never depend on the thread
+//! count or on the pipeline mode.
 
 use super::Transform;
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
@@ -221,6 +226,17 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
     out
 }
 
+/// `1 / √x` for normal positive `x`: the hardware estimate refined by one Newton step
+/// (relative error about 1e-7, as ozz-animation normalises), in place of a square root and
+/// a division, the two slowest operations of the blend. The estimate is the CPU's, so the
+/// last bits may differ between CPU models (never between runs or thread counts on one).
+#[inline(always)]
+fn inv_sqrt(x: f32x8) -> f32x8 {
+    let y = x.recip_sqrt();
+    let half_x_y = x * f32x8::splat(0.5) * y;
+    y * half_x_y.mul_neg_add(y, f32x8::splat(1.5))
+}
+
 /// Lane-wise [`super::nlerp_shortest`]; lanes whose bit in `tracked` is clear keep `q0`
 /// (where the grid stores the rest rotation of an untracked bone, in every key).
 #[inline(always)]
@@ -231,8 +247,8 @@ fn nlerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
         v[c] = lerp(q0[c], q1[c], s);
     }
     let len_sq = dot4(&v, &v);
-    let ok = len_sq.simd_gt(f32x8::ZERO) & tracked;
-    let inv = f32x8::ONE / len_sq.sqrt();
+    let ok = len_sq.simd_ge(f32x8::splat(f32::MIN_POSITIVE)) & tracked;
+    let inv = inv_sqrt(len_sq);
     for c in 0..4 {
         v[c] = ok.bitselect(v[c] * inv, q0[c]);
     }
@@ -400,7 +416,7 @@ pub fn blend_block(
     }
     let len_sq = dot4(&p, &p);
     let ok = len_sq.simd_gt(f32x8::splat(1e-12)) & len_sq.is_finite();
-    let inv = f32x8::ONE / len_sq.sqrt();
+    let inv = inv_sqrt(len_sq);
     for ((o, c), r) in out.rotation.iter_mut().zip(p).zip(rest.rotation) {
         *o = ok.bitselect(c * inv, r);
     }
@@ -540,6 +556,37 @@ pub fn soa_to_affine8(t: &SoaTransform) -> [Affine3A; LANES] {
         }
     }
     out
+}
+
+/// The local matrices `T · R · S` of a block's [`LANES`] transforms as rows: `rows[k][l]` is
+/// element `k` (`c0.x c0.y c0.z c1.x c1.y c1.z c2.x c2.y c2.z t.x t.y t.z`) of lane `l`, the
+/// values [`soa_to_affine8`] computes, left in structure of arrays for
+/// [`mul_affine_by`](super::mul_affine_by) to broadcast from.
+#[inline(always)]
+pub fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
+    let [x, y, z, w] = t.rotation;
+    let [sx, sy, sz] = t.scale;
+    let (x2, y2, z2) = (x + x, y + y, z + z);
+    let (xx, xy, xz) = (x * x2, x * y2, x * z2);
+    let (yy, yz, zz) = (y * y2, y * z2, z * z2);
+    let (wx, wy, wz) = (w * x2, w * y2, w * z2);
+    let one = f32x8::ONE;
+    let [tx, ty, tz] = t.translation;
+    [
+        (one - (yy + zz)) * sx,
+        (xy + wz) * sx,
+        (xz - wy) * sx,
+        (xy - wz) * sy,
+        (one - (xx + zz)) * sy,
+        (yz + wx) * sy,
+        (xz + wy) * sz,
+        (yz - wx) * sz,
+        (one - (xx + yy)) * sz,
+        tx,
+        ty,
+        tz,
+    ]
+    .map(f32x8::to_array)
 }
 
 #[cfg(test)]
@@ -713,8 +760,12 @@ mod tests {
         let p = poses(11);
         let soa = SoaTransform::from_transforms(&p);
         let m = soa_to_affine8(&soa);
+        let rows = soa_local_rows(&soa);
         for (l, (got, t)) in m.iter().zip(&p).enumerate() {
             assert_eq!(*got, t.to_affine(), "lane {l}");
+            let c = got.to_cols_array();
+            let from_rows: [f32; 12] = std::array::from_fn(|k| rows[k][l]);
+            assert_eq!(from_rows, c, "lane {l}");
             assert_eq!(soa.lane(l), *t, "lane {l}");
         }
         assert_eq!(soa.lane(LANES), Transform::IDENTITY);

@@ -1,4 +1,4 @@
-use glam::{Affine3A, Mat3A, Mat4, Quat, Vec3, Vec3A, Vec3Swizzles};
+use glam::{Affine3A, Mat3A, Mat4, Quat, Vec3, Vec3A};
 
 /// A local transform: translation, rotation (unit quaternion) and scale, applied as
 /// `T * R * S` (scale first).
@@ -88,25 +88,57 @@ impl Transform {
 /// whatever the pipeline mode and thread count.
 #[inline(always)]
 pub fn mul_affine(a: &Affine3A, b: &Affine3A) -> Affine3A {
+    let (x, y, z, t) = (
+        b.matrix3.x_axis,
+        b.matrix3.y_axis,
+        b.matrix3.z_axis,
+        b.translation,
+    );
+    mul_affine_by(a, |k| match k {
+        0 => x.x,
+        1 => x.y,
+        2 => x.z,
+        3 => y.x,
+        4 => y.y,
+        5 => y.z,
+        6 => z.x,
+        7 => z.y,
+        8 => z.z,
+        9 => t.x,
+        10 => t.y,
+        _ => t.z,
+    })
+}
+
+/// [`mul_affine`] with `b` given element by element: `b(k)` for `k` in `0..12` is
+/// `c0.x c0.y c0.z c1.x c1.y c1.z c2.x c2.y c2.z t.x t.y t.z`. Each element is broadcast on
+/// its own, so `b` can live in structure-of-arrays memory (job 7 reads a lane of
+/// [`soa_local_rows`](super::soa::soa_local_rows) this way, with no transpose).
+#[inline(always)]
+pub fn mul_affine_by(a: &Affine3A, b: impl Fn(usize) -> f32) -> Affine3A {
     let m = &a.matrix3;
     #[cfg(target_feature = "fma")]
-    let transform = |v: Vec3A, add: Vec3A| {
+    let transform = |k: usize, add: Vec3A| {
         m.z_axis.mul_add(
-            v.zzz(),
-            m.y_axis.mul_add(v.yyy(), m.x_axis.mul_add(v.xxx(), add)),
+            Vec3A::splat(b(k + 2)),
+            m.y_axis.mul_add(
+                Vec3A::splat(b(k + 1)),
+                m.x_axis.mul_add(Vec3A::splat(b(k)), add),
+            ),
         )
     };
     #[cfg(not(target_feature = "fma"))]
-    let transform = |v: Vec3A, add: Vec3A| {
-        m.z_axis * v.zzz() + (m.y_axis * v.yyy() + (m.x_axis * v.xxx() + add))
+    let transform = |k: usize, add: Vec3A| {
+        m.z_axis * Vec3A::splat(b(k + 2))
+            + (m.y_axis * Vec3A::splat(b(k + 1)) + (m.x_axis * Vec3A::splat(b(k)) + add))
     };
     Affine3A {
         matrix3: Mat3A::from_cols(
-            transform(b.matrix3.x_axis, Vec3A::ZERO),
-            transform(b.matrix3.y_axis, Vec3A::ZERO),
-            transform(b.matrix3.z_axis, Vec3A::ZERO),
+            transform(0, Vec3A::ZERO),
+            transform(3, Vec3A::ZERO),
+            transform(6, Vec3A::ZERO),
         ),
-        translation: transform(b.translation, a.translation),
+        translation: transform(9, a.translation),
     }
 }
 
