@@ -514,53 +514,10 @@ pub fn trs_to_affine4(t: &[Transform]) -> [Affine3A; 4] {
     [m(0), m(1), m(2), m(3)]
 }
 
-/// The local matrices `T · R · S` of a block's [`LANES`] transforms, straight from structure
-/// of arrays: the same operations in the same order as glam's
-/// `Affine3A::from_scale_rotation_translation` (and [`trs_to_affine4`]), so the results are
-/// identical, with no gather of the inputs.
-#[inline(always)]
-pub fn soa_to_affine8(t: &SoaTransform) -> [Affine3A; LANES] {
-    let [x, y, z, w] = t.rotation;
-    let [sx, sy, sz] = t.scale;
-    let (x2, y2, z2) = (x + x, y + y, z + z);
-    let (xx, xy, xz) = (x * x2, x * y2, x * z2);
-    let (yy, yz, zz) = (y * y2, y * z2, z * z2);
-    let (wx, wy, wz) = (w * x2, w * y2, w * z2);
-    let one = f32x8::ONE;
-    let c0 = [(one - (yy + zz)) * sx, (xy + wz) * sx, (xz - wy) * sx];
-    let c1 = [(xy - wz) * sy, (one - (xx + zz)) * sy, (yz + wx) * sy];
-    let c2 = [(xz + wy) * sz, (yz - wx) * sz, (one - (xx + yy)) * sz];
-    let tr = t.translation;
-    // Component-major to lane-major, four lanes (one half) at a time.
-    #[inline(always)]
-    fn lanes(v: &[f32x8; 3], h: usize) -> [f32x4; 4] {
-        f32x4::transpose([
-            halves(v[0])[h],
-            halves(v[1])[h],
-            halves(v[2])[h],
-            f32x4::ZERO,
-        ])
-    }
-    #[inline(always)]
-    fn vec(v: f32x4) -> Vec3A {
-        bytemuck::cast(v)
-    }
-    let mut out = [Affine3A::IDENTITY; LANES];
-    for h in 0..2 {
-        let (a, b, c, d) = (lanes(&c0, h), lanes(&c1, h), lanes(&c2, h), lanes(&tr, h));
-        for l in 0..4 {
-            out[4 * h + l] = Affine3A {
-                matrix3: Mat3A::from_cols(vec(a[l]), vec(b[l]), vec(c[l])),
-                translation: vec(d[l]),
-            };
-        }
-    }
-    out
-}
-
 /// The local matrices `T · R · S` of a block's [`LANES`] transforms as rows: `rows[k][l]` is
-/// element `k` (`c0.x c0.y c0.z c1.x c1.y c1.z c2.x c2.y c2.z t.x t.y t.z`) of lane `l`, the
-/// values [`soa_to_affine8`] computes, left in structure of arrays for
+/// element `k` (`c0.x c0.y c0.z c1.x c1.y c1.z c2.x c2.y c2.z t.x t.y t.z`) of lane `l`:
+/// the same operations in the same order as glam's `Affine3A::from_scale_rotation_translation`
+/// (and [`trs_to_affine4`]), so the values are identical, left in structure of arrays for
 /// [`mul_affine_by`](super::mul_affine_by) to broadcast from.
 #[inline(always)]
 pub fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
@@ -756,16 +713,13 @@ mod tests {
     }
 
     #[test]
-    fn soa_to_affine8_equals_glam_and_lanes_round_trip() {
+    fn soa_local_rows_equal_glam_and_lanes_round_trip() {
         let p = poses(11);
         let soa = SoaTransform::from_transforms(&p);
-        let m = soa_to_affine8(&soa);
         let rows = soa_local_rows(&soa);
-        for (l, (got, t)) in m.iter().zip(&p).enumerate() {
-            assert_eq!(*got, t.to_affine(), "lane {l}");
-            let c = got.to_cols_array();
+        for (l, t) in p.iter().enumerate() {
             let from_rows: [f32; 12] = std::array::from_fn(|k| rows[k][l]);
-            assert_eq!(from_rows, c, "lane {l}");
+            assert_eq!(from_rows, t.to_affine().to_cols_array(), "lane {l}");
             assert_eq!(soa.lane(l), *t, "lane {l}");
         }
         assert_eq!(soa.lane(LANES), Transform::IDENTITY);
