@@ -244,8 +244,6 @@ struct GridPlan<'a> {
     n: usize,
     single: SingleLayer,
     grid: &'a KeyGrid,
-    /// Whether any of the clips has a scale track.
-    animate_scale: bool,
 }
 
 impl<'a> GridPlan<'a> {
@@ -259,7 +257,6 @@ impl<'a> GridPlan<'a> {
         let mut keys = [BlockKeys::EMPTY; MAX_GRID_ANIMATIONS];
         let (mut n, mut weight_sum, mut span_base) = (0usize, 0.0f32, 0usize);
         let mut first_grid = None;
-        let mut animate_scale = false;
         for a in anims {
             if a.weight > 0.0 {
                 let g = a.clip.grid()?;
@@ -273,7 +270,6 @@ impl<'a> GridPlan<'a> {
                     .unwrap_or_default();
                 *slot = g.keys_at(&span, a.weight)?;
                 first_grid.get_or_insert(g);
-                animate_scale |= g.scale_tracked();
                 n += 1;
                 weight_sum += a.weight;
             }
@@ -292,7 +288,6 @@ impl<'a> GridPlan<'a> {
             n,
             single: SingleLayer::new(weight_sum, layer_weight),
             grid,
-            animate_scale,
         })
     }
 
@@ -307,7 +302,6 @@ impl<'a> GridPlan<'a> {
             b,
             &self.single,
             rest,
-            self.animate_scale,
             out,
         );
     }

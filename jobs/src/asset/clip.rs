@@ -1,7 +1,7 @@
 use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
-use crate::math::soa::{BlockKeys, LANES, SoaTransform};
+use crate::math::soa::{ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, LANES, SoaTransform};
 use crate::math::{
     Transform, hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
 };
@@ -242,7 +242,9 @@ pub struct KeyGrid {
     timeline: u32,
     blocks: usize,
     slerp_rotations: bool,
-    scale_tracked: bool,
+    /// Per block, which of translation and scale any lane has a track for
+    /// ([`ANIMATES_TRANSLATION`], [`ANIMATES_SCALE`]).
+    animated: Vec<u8>,
     rows: Vec<SoaTransform>,
     rotation_tracked: Vec<f32x8>,
     rest: Vec<SoaTransform>,
@@ -256,11 +258,6 @@ impl KeyGrid {
     /// Number of [`LANES`]-bone blocks (bones rounded up).
     pub fn blocks(&self) -> usize {
         self.blocks
-    }
-    /// Whether any bone has a scale track (when none has, every row's scales are the rest
-    /// scales, and the sampler takes them as they are).
-    pub fn scale_tracked(&self) -> bool {
-        self.scale_tracked
     }
     /// The rest pose of block `b` (padding lanes are the identity).
     #[inline(always)]
@@ -298,6 +295,7 @@ impl KeyGrid {
             s: span.alpha,
             w,
             tracked: &self.rotation_tracked,
+            animated: &self.animated,
             slerp: self.slerp_rotations,
         })
     }
@@ -362,7 +360,18 @@ impl KeyGrid {
             blocks,
             // Baked clips start with glTF's rule; `Clip::with_linear_rotation` switches it.
             slerp_rotations: true,
-            scale_tracked: bone_channels.iter().any(|c| c[2].is_some()),
+            animated: (0..blocks)
+                .map(|b| {
+                    let lanes = bone_channels.iter().skip(b * LANES).take(LANES);
+                    lanes.fold(0, |bits, c| {
+                        bits | if c[0].is_some() {
+                            ANIMATES_TRANSLATION
+                        } else {
+                            0
+                        } | if c[2].is_some() { ANIMATES_SCALE } else { 0 }
+                    })
+                })
+                .collect(),
             rows,
             rotation_tracked,
             rest: rest_padded

@@ -8,10 +8,10 @@
 //! `(x·x' + z·z') + (y·y' + w·w')`), except three things that trade the last bits for speed:
 //! quaternions are normalised with the reciprocal-square-root estimate and one Newton step
 //! (`inv_sqrt`) rather than a square root and a division, slerp's `acos`/`sin` are `wide`'s
-//! vector versions, and scales of clips without scale tracks are the rest scales rather than
-//! their weighted sum. The two paths agree to about 1e-7 (the tests allow 1e-6). Which path
-//! an entity takes depends only on its animations, so results never depend on the thread
-//! count or on the pipeline mode.
+//! vector versions, and blocks of bones that no clip translates (or scales) take the rest
+//! translations (scales) rather than their weighted sum. The two paths agree to about 1e-7
+//! (the tests allow 1e-6). Which path an entity takes depends only on its animations, so
+//! results never depend on the thread count or on the pipeline mode.
 
 use super::Transform;
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
@@ -19,6 +19,11 @@ use wide::{f32x4, f32x8};
 
 /// Bones per SoA block.
 pub const LANES: usize = 8;
+
+/// [`BlockKeys::animated`] bit: some lane of the block has a translation track.
+pub const ANIMATES_TRANSLATION: u8 = 1;
+/// [`BlockKeys::animated`] bit: some lane of the block has a scale track.
+pub const ANIMATES_SCALE: u8 = 2;
 
 /// [`LANES`] transforms as structure of arrays: `translation[c]` holds component `c` of every
 /// lane, rotations as (x, y, z, w), scales likewise.
@@ -270,6 +275,9 @@ pub struct BlockKeys<'a> {
     pub w: f32,
     /// Lanes with a rotation track (all bits set), per block.
     pub tracked: &'a [f32x8],
+    /// Per block, [`ANIMATES_TRANSLATION`] and [`ANIMATES_SCALE`] when some lane has that
+    /// track (a block without is the rest value in every row).
+    pub animated: &'a [u8],
     /// Whether rotations slerp (glTF's LINEAR rule) rather than nlerp.
     pub slerp: bool,
 }
@@ -282,6 +290,7 @@ impl BlockKeys<'_> {
         s: 0.0,
         w: 0.0,
         tracked: &[],
+        animated: &[],
         slerp: false,
     };
 }
@@ -329,16 +338,16 @@ impl SingleLayer {
 
 /// Samples and blends block `b` ([`LANES`] bones) from `keys` (one override layer, in
 /// animation order). Translations, rotations and scales are done one after the other so that
-/// the sums stay in registers. An animation whose rows lack block `b` is skipped. With
-/// `animate_scale` false (no clip has a scale track, so every row holds the rest scales) the
-/// scales are the rest scales, which the weighted sum equals up to rounding.
+/// the sums stay in registers. An animation whose rows lack block `b` is skipped. Where no
+/// animation has a translation (or scale) track in the block, every row holds the rest values
+/// and the block's translations (scales) are the rest values, which the weighted sum equals
+/// up to rounding.
 #[inline(always)]
 pub fn blend_block(
     keys: &[BlockKeys<'_>],
     b: usize,
     layer: &SingleLayer,
     rest: &SoaTransform,
-    animate_scale: bool,
     out: &mut SoaTransform,
 ) {
     if layer.rest_only {
@@ -378,8 +387,15 @@ pub fn blend_block(
         }
         acc
     }
-    out.translation = vec3(keys, b, |t| &t.translation, &rest.translation, layer);
-    out.scale = if animate_scale {
+    let animated = keys.iter().fold(0, |bits, k| {
+        bits | k.animated.get(b).copied().unwrap_or(u8::MAX)
+    });
+    out.translation = if animated & ANIMATES_TRANSLATION != 0 {
+        vec3(keys, b, |t| &t.translation, &rest.translation, layer)
+    } else {
+        rest.translation
+    };
+    out.scale = if animated & ANIMATES_SCALE != 0 {
         vec3(keys, b, |t| &t.scale, &rest.scale, layer)
     } else {
         rest.scale
@@ -661,6 +677,7 @@ mod tests {
                 s: 0.3,
                 w: 0.7,
                 tracked: &tr,
+                animated: &[ANIMATES_TRANSLATION | ANIMATES_SCALE],
                 slerp: false,
             },
             BlockKeys {
@@ -669,6 +686,7 @@ mod tests {
                 s: 0.8,
                 w: 0.3,
                 tracked: &tr,
+                animated: &[ANIMATES_TRANSLATION | ANIMATES_SCALE],
                 slerp: false,
             },
         ];
