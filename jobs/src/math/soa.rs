@@ -5,8 +5,9 @@
 //! ([`lerp_vec3`](super::lerp_vec3), [`nlerp_shortest`](super::nlerp_shortest),
 //! [`LayerSum`](super::LayerSum), [`PoseAccumulator`](super::PoseAccumulator)), with the same
 //! sums in the same order (dot products grouped as glam's SSE2 `Vec4::dot`,
-//! `(x·x' + z·z') + (y·y' + w·w')`), except three things that trade the last bits for speed:
-//! quaternions are normalised with the reciprocal-square-root estimate and one Newton step
+//! `(x·x' + z·z') + (y·y' + w·w')`), except four things that trade the last bits for speed:
+//! lerps and weighted sums are fused multiply-adds, quaternions are normalised with the
+//! reciprocal-square-root estimate and one Newton step
 //! (`inv_sqrt`) rather than a square root and a division, slerp's `acos`/`sin` are `wide`'s
 //! vector versions, and blocks of bones that no clip translates (or scales) take the rest
 //! translations (scales) rather than their weighted sum. The two paths agree to about 1e-7
@@ -39,7 +40,7 @@ pub struct SoaTransform {
 
 #[inline(always)]
 fn lerp(a: f32x8, b: f32x8, s: f32x8) -> f32x8 {
-    a + (b - a) * s
+    (b - a).mul_add(s, a)
 }
 
 /// Lane-wise 4-component dot product, grouped as glam's SSE2 `Vec4::dot`.
@@ -210,12 +211,12 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
     let inv_len = f32x8::ONE / dot4(&near, &near).sqrt();
     let len_ok = inv_len.is_finite() & inv_len.simd_gt(f32x8::ZERO);
     for c in 0..4 {
-        near[c] = len_ok.bitselect(near[c] * inv_len, q0[c]);
+        near[c] = len_ok.select(near[c] * inv_len, q0[c]);
     }
     let is_near = d.simd_gt(f32x8::splat(0.9995));
     if is_near.all() {
         for c in 0..4 {
-            near[c] = tracked.bitselect(near[c], q0[c]);
+            near[c] = tracked.select(near[c], q0[c]);
         }
         return near;
     }
@@ -226,7 +227,7 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
     let mut out = [f32x8::ZERO; 4];
     for c in 0..4 {
         let far = q0[c] * wa + q1[c] * wb;
-        out[c] = tracked.bitselect(is_near.bitselect(near[c], far), q0[c]);
+        out[c] = tracked.select(is_near.select(near[c], far), q0[c]);
     }
     out
 }
@@ -255,7 +256,7 @@ fn nlerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
     let ok = len_sq.simd_ge(f32x8::splat(f32::MIN_POSITIVE)) & tracked;
     let inv = inv_sqrt(len_sq);
     for c in 0..4 {
-        v[c] = ok.bitselect(v[c] * inv, q0[c]);
+        v[c] = ok.select(v[c] * inv, q0[c]);
     }
     v
 }
@@ -303,8 +304,6 @@ impl BlockKeys<'_> {
 pub struct SingleLayer {
     /// `α / W`, the factor on the layer's weighted sum.
     a: f32,
-    /// `1 − α`.
-    keep: f32,
     /// `max(1 − α, 0)`, the rest pose's share.
     missing: f32,
     /// Whether the result is the rest pose.
@@ -319,17 +318,13 @@ impl SingleLayer {
         if alpha <= 0.0 || weight_sum <= 0.0 {
             return Self {
                 a: 0.0,
-                keep: 1.0,
                 missing: 1.0,
                 rest_only: true,
             };
         }
-        let keep = 1.0 - alpha;
-        let weight = 0.0 * keep + alpha;
-        let missing = (1.0 - weight).max(0.0);
+        let missing = (1.0 - alpha).max(0.0);
         Self {
             a: alpha * (1.0 / weight_sum),
-            keep,
             missing,
             rest_only: missing >= 1.0,
         }
@@ -354,7 +349,7 @@ pub fn blend_block(
         *out = *rest;
         return;
     }
-    let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
+    let (a, zero) = (f32x8::splat(layer.a), f32x8::ZERO);
     let m = f32x8::splat(layer.missing);
     #[inline(always)]
     fn vec3(
@@ -364,7 +359,7 @@ pub fn blend_block(
         rest: &[f32x8; 3],
         layer: &SingleLayer,
     ) -> [f32x8; 3] {
-        let (a, keep, zero) = (f32x8::splat(layer.a), f32x8::splat(layer.keep), f32x8::ZERO);
+        let (a, zero) = (f32x8::splat(layer.a), f32x8::ZERO);
         let mut acc = [zero; 3];
         for k in keys {
             let (Some(r0), Some(r1)) = (k.k0.get(b), k.k1.get(b)) else {
@@ -373,16 +368,16 @@ pub fn blend_block(
             let (s, w) = (f32x8::splat(k.s), f32x8::splat(k.w));
             let (v0, v1) = (field(r0), field(r1));
             for c in 0..3 {
-                acc[c] += lerp(v0[c], v1[c], s) * w;
+                acc[c] = lerp(v0[c], v1[c], s).mul_add(w, acc[c]);
             }
         }
         for c in &mut acc {
-            *c = zero * keep + *c * a;
+            *c *= a;
         }
         if layer.missing > 0.0 {
             let m = f32x8::splat(layer.missing);
             for c in 0..3 {
-                acc[c] += rest[c] * m;
+                acc[c] = rest[c].mul_add(m, acc[c]);
             }
         }
         acc
@@ -417,24 +412,24 @@ pub fn blend_block(
         }
         let w = f32x8::splat(k.w);
         for (r, q) in sum.iter_mut().zip(q) {
-            *r += q * w;
+            *r = q.mul_add(w, *r);
         }
     }
     let mut p = sum;
     for c in &mut p {
-        *c = zero * keep + *c * a;
+        *c *= a;
     }
     if layer.missing > 0.0 {
         let q = negate_where_negative(dot4(&p, &rest.rotation), rest.rotation);
         for (r, q) in p.iter_mut().zip(q) {
-            *r += q * m;
+            *r = q.mul_add(m, *r);
         }
     }
     let len_sq = dot4(&p, &p);
     let ok = len_sq.simd_gt(f32x8::splat(1e-12)) & len_sq.is_finite();
     let inv = inv_sqrt(len_sq);
     for ((o, c), r) in out.rotation.iter_mut().zip(p).zip(rest.rotation) {
-        *o = ok.bitselect(c * inv, r);
+        *o = ok.select(c * inv, r);
     }
 }
 
