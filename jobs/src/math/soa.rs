@@ -703,7 +703,6 @@ mod tests {
                 0,
                 &SingleLayer::new(sum.weight, lw),
                 &sr,
-                true,
                 &mut blended,
             );
             blended.write_transforms(&mut back);
