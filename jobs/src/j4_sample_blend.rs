@@ -232,7 +232,7 @@ pub fn sample_blend_entity_soa(
 }
 
 /// Most animations the SoA path blends per entity (more take the per-bone path).
-const MAX_GRID_ANIMATIONS: usize = 8;
+const MAX_GRID_ANIMATIONS: usize = 4;
 
 /// The SoA path's per-entity set-up: one override layer, no masks, every weighted clip on a
 /// shared time grid with `blocks` blocks; the key rows of each weighted animation and the
@@ -248,7 +248,7 @@ struct GridPlan<'a> {
 
 impl<'a> GridPlan<'a> {
     /// `None` when the entity does not qualify (the caller takes the per-bone path).
-    #[inline]
+    #[inline(always)]
     fn new(e: &EntitySampling<'a>, spans: &[KeySpan], blocks: usize) -> Option<Self> {
         let anims = e.animations;
         let layer = anims.first()?.layer;
