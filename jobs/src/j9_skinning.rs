@@ -164,17 +164,13 @@ pub fn skin_one(
     entity_to_root: Option<Affine3A>,
     out: &mut [[f32; 12]],
 ) {
-    for ((o, &r), ib) in out.iter_mut().zip(&table.mesh_to_rig).zip(inverse_binds) {
-        let m = if r == NO_RIG_BONE {
-            Affine3A::IDENTITY
-        } else {
-            let Some(bone) = model.get(r as usize) else {
-                continue;
-            };
-            match entity_to_root {
-                Some(e) => mul_affine(&e, &mul_affine(bone, ib)),
-                None => mul_affine(bone, ib),
-            }
+    let bones = out.iter_mut().zip(&table.mesh_to_rig).zip(inverse_binds);
+    for ((o, &r), ib) in bones {
+        let m = match (model.get(r as usize), entity_to_root) {
+            (Some(bone), None) => mul_affine(bone, ib),
+            (Some(bone), Some(e)) => mul_affine(&e, &mul_affine(bone, ib)),
+            // NO_RIG_BONE (or a table from another rig, which validate() refuses).
+            (None, _) => Affine3A::IDENTITY,
         };
         palette_3x4(&m, o);
     }

@@ -1,4 +1,4 @@
-use glam::{Affine3A, Mat3A, Mat4, Quat, Vec3, Vec3A};
+use glam::{Affine3A, Mat3A, Mat4, Quat, Vec3, Vec3A, Vec4};
 
 /// A local transform: translation, rotation (unit quaternion) and scale, applied as
 /// `T * R * S` (scale first).
@@ -146,13 +146,16 @@ pub fn mul_affine_by(a: &Affine3A, b: impl Fn(usize) -> f32) -> Affine3A {
 /// (`c0.xyz, c1.xyz, c2.xyz, c3.xyz`), the last column being the translation.
 #[inline]
 pub fn palette_3x4(m: &Affine3A, out: &mut [f32; 12]) {
-    let c0 = m.matrix3.x_axis;
-    let c1 = m.matrix3.y_axis;
-    let c2 = m.matrix3.z_axis;
-    let c3 = m.translation;
-    *out = [
-        c0.x, c0.y, c0.z, c1.x, c1.y, c1.z, c2.x, c2.y, c2.z, c3.x, c3.y, c3.z,
+    let (c0, c1, c2, c3) = (m.matrix3.x_axis, m.matrix3.y_axis, m.matrix3.z_axis, m.translation);
+    // Three 16-byte rows of the 48-byte entry (the compiler turns each into one shuffle).
+    let rows = [
+        Vec4::new(c0.x, c0.y, c0.z, c1.x),
+        Vec4::new(c1.y, c1.z, c2.x, c2.y),
+        Vec4::new(c2.z, c3.x, c3.y, c3.z),
     ];
+    for (o, r) in out.chunks_exact_mut(4).zip(rows) {
+        o.copy_from_slice(&r.to_array());
+    }
 }
 
 #[cfg(test)]
