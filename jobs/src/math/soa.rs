@@ -540,7 +540,7 @@ pub fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
     let (wx, wy, wz) = (w * x2, w * y2, w * z2);
     let one = f32x8::ONE;
     let [tx, ty, tz] = t.translation;
-    [
+    let rows: [f32x8; 12] = [
         (one - (yy + zz)) * sx,
         (xy + wz) * sx,
         (xz - wy) * sx,
@@ -553,8 +553,8 @@ pub fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
         tx,
         ty,
         tz,
-    ]
-    .map(f32x8::to_array)
+    ];
+    bytemuck::cast(rows)
 }
 
 #[cfg(test)]

@@ -146,7 +146,12 @@ pub fn mul_affine_by(a: &Affine3A, b: impl Fn(usize) -> f32) -> Affine3A {
 /// (`c0.xyz, c1.xyz, c2.xyz, c3.xyz`), the last column being the translation.
 #[inline]
 pub fn palette_3x4(m: &Affine3A, out: &mut [f32; 12]) {
-    let (c0, c1, c2, c3) = (m.matrix3.x_axis, m.matrix3.y_axis, m.matrix3.z_axis, m.translation);
+    let (c0, c1, c2, c3) = (
+        m.matrix3.x_axis,
+        m.matrix3.y_axis,
+        m.matrix3.z_axis,
+        m.translation,
+    );
     // Three 16-byte rows of the 48-byte entry (the compiler turns each into one shuffle).
     let rows = [
         Vec4::new(c0.x, c0.y, c0.z, c1.x),
