@@ -4,7 +4,7 @@
 use crate::asset::{Rig, SkinnedMesh};
 use crate::component::{FrameSlot, RigRef, SkinRef};
 use crate::error::{JobError, check_len};
-use crate::j8_remap_cache::{NO_RIG_BONE, RemapCache, RemapTable};
+use crate::j8_remap_cache::{RemapCache, RemapTable};
 use crate::math::{mul_affine, palette_3x4};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
@@ -155,7 +155,7 @@ pub fn skin_entity(model: &[Affine3A], skin: &SkinRef, table: &RemapTable, out: 
 }
 
 /// One entity: `out[j] = entityToRoot · model[remap[j]] · inverseBind[j]`, identity for mesh
-/// bones without a rig bone.
+/// bones without a rig bone ([`NO_RIG_BONE`](crate::j8_remap_cache::NO_RIG_BONE)).
 #[inline]
 pub fn skin_one(
     model: &[Affine3A],
@@ -179,6 +179,7 @@ pub fn skin_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::j8_remap_cache::NO_RIG_BONE;
     use glam::{Quat, Vec3};
 
     fn affine(i: usize) -> Affine3A {
