@@ -27,6 +27,10 @@ pub struct Graph {
     successors: Vec<Vec<usize>>,
     successor_ids: Vec<Vec<NodeId>>,
     in_degree: Vec<usize>,
+    /// Nodes without predecessors, in insertion order.
+    roots: Vec<usize>,
+    /// Per-frame countdown of unfinished predecessors, kept between frames to avoid allocating.
+    remaining: Vec<AtomicUsize>,
     commands: CommandBuffer,
     timings: Vec<NodeTiming>,
     frame_time: Duration,
@@ -63,7 +67,8 @@ struct Frame<'g> {
     names: &'g [String],
     accesses: &'g [Access],
     successors: &'g [Vec<usize>],
-    remaining: Vec<AtomicUsize>,
+    /// Per node, predecessors not yet done (reset from the in-degrees by [`Graph::run`]).
+    remaining: &'g [AtomicUsize],
     stop: AtomicBool,
     failure: Mutex<Option<(usize, Failure)>>,
     store: &'g Store,
@@ -72,10 +77,34 @@ struct Frame<'g> {
 }
 
 impl<'g> Frame<'g> {
-    fn run_node<'s>(&'s self, scope: &rayon::Scope<'s>, i: usize) {
-        if self.stop.load(Ordering::Acquire) {
-            return;
+    /// Runs node `i`, then keeps going on this thread with one successor it made ready, spawning
+    /// only the others: a chain of nodes runs on one thread, without a task and a hand-off per
+    /// node. Which thread runs a node never changes what it computes (its inputs are complete
+    /// when it becomes ready), and every node still starts only after all of its predecessors.
+    fn run_chain<'s>(&'s self, scope: &rayon::Scope<'s>, mut i: usize) {
+        loop {
+            if self.stop.load(Ordering::Acquire) || !self.run_node(i) {
+                return;
+            }
+            // The last ready successor continues here: successors are sorted, and spawning the
+            // earlier ones first gives idle threads the most time to take them.
+            let mut next = None;
+            for &s in &self.successors[i] {
+                if self.remaining[s].fetch_sub(1, Ordering::AcqRel) == 1
+                    && let Some(ready) = next.replace(s)
+                {
+                    scope.spawn(move |scope| self.run_chain(scope, ready));
+                }
+            }
+            match next {
+                Some(s) => i = s,
+                None => return,
+            }
         }
+    }
+
+    /// Runs node `i`; on an error or panic records it, raises `stop`, and returns false.
+    fn run_node(&self, i: usize) -> bool {
         let outcome = {
             let mut guard = self.graph_slots[i]
                 .lock()
@@ -89,32 +118,24 @@ impl<'g> Frame<'g> {
                 commands: self.commands,
                 scratch: &slot.scratch,
             };
-            let started = self.start.elapsed();
             let t0 = Instant::now();
             let node = &mut slot.node;
             let result = catch_unwind(AssertUnwindSafe(|| node.run(&ctx)));
-            slot.timing = Some((started, t0.elapsed()));
+            slot.timing = Some((t0.duration_since(self.start), t0.elapsed()));
             result
         };
         let failure = match outcome {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(Failure::Error(e)),
-            Err(payload) => Some(Failure::Panic(panic_message(&*payload))),
+            Ok(Ok(())) => return true,
+            Ok(Err(e)) => Failure::Error(e),
+            Err(payload) => Failure::Panic(panic_message(&*payload)),
         };
-        if let Some(f) = failure {
-            self.stop.store(true, Ordering::Release);
-            let mut slot = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
-            // Keep the failure of the lowest node index, for a deterministic report.
-            if slot.as_ref().is_none_or(|(j, _)| i < *j) {
-                *slot = Some((i, f));
-            }
-            return;
+        self.stop.store(true, Ordering::Release);
+        let mut slot = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        // Keep the failure of the lowest node index, for a deterministic report.
+        if slot.as_ref().is_none_or(|(j, _)| i < *j) {
+            *slot = Some((i, failure));
         }
-        for &s in &self.successors[i] {
-            if self.remaining[s].fetch_sub(1, Ordering::AcqRel) == 1 {
-                scope.spawn(move |scope| self.run_node(scope, s));
-            }
-        }
+        false
     }
 }
 
@@ -131,6 +152,8 @@ impl Graph {
                 in_degree[s] += 1;
             }
         }
+        let roots = (0..nodes.len()).filter(|&i| in_degree[i] == 0).collect();
+        let remaining = in_degree.iter().map(|&d| AtomicUsize::new(d)).collect();
         let successor_ids = successors
             .iter()
             .map(|ss| ss.iter().map(|&s| NodeId(s as u32)).collect())
@@ -160,6 +183,8 @@ impl Graph {
             successors,
             successor_ids,
             in_degree,
+            roots,
+            remaining,
             commands: CommandBuffer::new(),
             timings,
             frame_time: Duration::ZERO,
@@ -170,6 +195,11 @@ impl Graph {
     /// Runs one frame: every node once, each after all of its predecessors (explicit edges and
     /// the read/write orderings added at build), ready nodes concurrently on the current rayon
     /// pool. Then applies the commands recorded into [`Graph::commands`].
+    ///
+    /// A thread that finishes a node goes on with one of the successors this made ready (the
+    /// last in insertion order) and spawns rayon tasks only for the others, so a chain of nodes
+    /// runs on one thread without a hand-off per node; the last root starts on the calling
+    /// thread. Results do not depend on this: a node starts only once its inputs are complete.
     ///
     /// A node that returns an error or panics stops the frame: no new node starts, running ones
     /// finish, the commands recorded during the frame are discarded, and the error names the
@@ -186,31 +216,31 @@ impl Graph {
                 .unwrap_or_else(PoisonError::into_inner)
                 .timing = None;
         }
+        for (r, &d) in self.remaining.iter_mut().zip(&self.in_degree) {
+            *r.get_mut() = d;
+        }
         let frame = Frame {
             graph_slots: &self.slots,
             names: &self.names,
             accesses: &self.accesses,
             successors: &self.successors,
-            remaining: self
-                .in_degree
-                .iter()
-                .map(|&d| AtomicUsize::new(d))
-                .collect(),
+            remaining: &self.remaining,
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
             store,
             commands: &self.commands,
             start,
         };
-        let roots: Vec<usize> = (0..self.slots.len())
-            .filter(|&i| self.in_degree[i] == 0)
-            .collect();
-        rayon::scope(|scope| {
-            let frame = &frame;
-            for &r in &roots {
-                scope.spawn(move |scope| frame.run_node(scope, r));
-            }
-        });
+        if let Some((&last, others)) = self.roots.split_last() {
+            rayon::scope(|scope| {
+                let frame = &frame;
+                for &r in others {
+                    scope.spawn(move |scope| frame.run_chain(scope, r));
+                }
+                // The last root (often the head of the longest chain) starts on this thread.
+                frame.run_chain(scope, last);
+            });
+        }
         let failure = frame
             .failure
             .into_inner()
