@@ -719,3 +719,58 @@ fn a_failing_branch_stops_the_other_branch_from_going_on() {
     assert_eq!(err.node(), Some("bad"));
     assert_eq!(ran_next.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn the_worker_kept_awake_takes_nodes_and_every_frame_ends() {
+    // root -> four independent nodes, each long enough (with root) for the frame to exceed the
+    // threshold above which `Graph::run` keeps a worker awake.
+    let threads_seen: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
+    let fail_at = Arc::new(AtomicUsize::new(usize::MAX));
+    let frame_no = Arc::new(AtomicUsize::new(0));
+    let mut b = GraphBuilder::new();
+    let root = b.add_node(FnNode::new("root", Access::new(), |_| {
+        std::thread::sleep(Duration::from_micros(200));
+        Ok(())
+    }));
+    for k in 0..4 {
+        let seen = Arc::clone(&threads_seen);
+        let (fail_at, frame_no) = (Arc::clone(&fail_at), Arc::clone(&frame_no));
+        let leaf = b.add_node(FnNode::new(format!("leaf {k}"), Access::new(), move |_| {
+            std::thread::sleep(Duration::from_micros(500));
+            seen.lock().unwrap().push(std::thread::current().id());
+            if k == 2 && frame_no.load(Ordering::SeqCst) == fail_at.load(Ordering::SeqCst) {
+                return Err(NodeError::new("leaf 2 failed"));
+            }
+            Ok(())
+        }));
+        b.add_edge(root, leaf);
+    }
+    let mut g = b.build().unwrap();
+    assert!(g.keeps_worker_awake());
+    let mut store = Store::new();
+    fail_at.store(3, Ordering::SeqCst);
+    pool(2).install(|| {
+        for f in 0..6 {
+            frame_no.store(f, Ordering::SeqCst);
+            let r = g.run(&mut store);
+            if f == 3 {
+                assert_eq!(r.unwrap_err().node(), Some("leaf 2"));
+            } else {
+                r.unwrap();
+                assert!(g.last_timings().iter().all(|t| t.ran));
+            }
+        }
+    });
+    // the leaves ran on both threads of the pool
+    let mut seen = threads_seen.lock().unwrap().clone();
+    seen.sort_by_key(|t| format!("{t:?}"));
+    seen.dedup();
+    assert_eq!(seen.len(), 2);
+    // and the same graph runs as before with the option off, on one and on two threads
+    g.set_keep_worker_awake(false);
+    assert!(!g.keeps_worker_awake());
+    fail_at.store(usize::MAX, Ordering::SeqCst);
+    for threads in [1, 2] {
+        pool(threads).install(|| g.run(&mut store)).unwrap();
+    }
+}
