@@ -86,11 +86,11 @@ impl<'a> NodeContext<'a> {
     /// [`AccessError::Store`] with [`StoreError::QueryAliasing`].
     pub fn query<Q: QueryParam>(&self) -> Result<Query<'a, Q>, AccessError> {
         let list = query_access::<Q>().map_err(|e| self.store_error(e))?;
-        for &(id, name, write) in &list {
+        for &(id, name, write) in list.as_slice() {
             self.check(id, name, write)?;
         }
         self.store
-            .query_shared::<Q>()
+            .query_shared::<Q>(&list)
             .map_err(|e| self.store_error(e))
     }
 

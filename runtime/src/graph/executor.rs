@@ -27,6 +27,12 @@ pub struct Graph {
     successors: Vec<Vec<usize>>,
     successor_ids: Vec<Vec<NodeId>>,
     in_degree: Vec<usize>,
+    /// Nodes without predecessors, in insertion order.
+    roots: Vec<usize>,
+    /// Per-frame countdown of unfinished predecessors, kept between frames to avoid allocating.
+    remaining: Vec<AtomicUsize>,
+    /// Whether [`Graph::run`] keeps a second worker awake for the frame.
+    keep_worker_awake: bool,
     commands: CommandBuffer,
     timings: Vec<NodeTiming>,
     frame_time: Duration,
@@ -57,14 +63,21 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// Frames that took less than this last time do not keep a worker awake: rayon's own idle
+/// spinning (tens of microseconds before a worker sleeps) already spans them.
+const KEEP_AWAKE_MIN_FRAME: Duration = Duration::from_micros(20);
+
 /// State shared by the tasks of one frame.
 struct Frame<'g> {
     graph_slots: &'g [Mutex<Slot>],
     names: &'g [String],
     accesses: &'g [Access],
     successors: &'g [Vec<usize>],
-    remaining: Vec<AtomicUsize>,
+    /// Per node, predecessors not yet done (reset from the in-degrees by [`Graph::run`]).
+    remaining: &'g [AtomicUsize],
     stop: AtomicBool,
+    /// Chains running or queued (one per `run_chain` call); zero once no node can start any more.
+    in_flight: AtomicUsize,
     failure: Mutex<Option<(usize, Failure)>>,
     store: &'g Store,
     commands: &'g CommandBuffer,
@@ -72,10 +85,53 @@ struct Frame<'g> {
 }
 
 impl<'g> Frame<'g> {
-    fn run_node<'s>(&'s self, scope: &rayon::Scope<'s>, i: usize) {
-        if self.stop.load(Ordering::Acquire) {
-            return;
+    /// Runs node `i`, then keeps going on this thread with one successor it made ready, spawning
+    /// only the others: a chain of nodes runs on one thread, without a task and a hand-off per
+    /// node. Which thread runs a node never changes what it computes (its inputs are complete
+    /// when it becomes ready), and every node still starts only after all of its predecessors.
+    fn run_chain<'s>(&'s self, scope: &rayon::Scope<'s>, mut i: usize) {
+        loop {
+            if self.stop.load(Ordering::Acquire) || !self.run_node(i) {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
+                return;
+            }
+            // The last ready successor continues here: successors are sorted, and spawning the
+            // earlier ones first gives idle threads the most time to take them.
+            let mut next = None;
+            for &s in &self.successors[i] {
+                if self.remaining[s].fetch_sub(1, Ordering::AcqRel) == 1
+                    && let Some(ready) = next.replace(s)
+                {
+                    // Counted before this chain can end, so `in_flight` never drops to zero
+                    // while a node can still start.
+                    self.in_flight.fetch_add(1, Ordering::AcqRel);
+                    scope.spawn(move |scope| self.run_chain(scope, ready));
+                }
+            }
+            match next {
+                Some(s) => i = s,
+                None => {
+                    self.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    return;
+                }
+            }
         }
+    }
+
+    /// Keeps one worker thread awake until no node can start any more: it runs whatever rayon
+    /// work is pending (spawned nodes, the parallel pieces of running nodes) and otherwise
+    /// yields its core to the OS scheduler, like rayon's own idle loop, without ever going to
+    /// sleep. See [`Graph::set_keep_worker_awake`].
+    fn help(&self) {
+        while self.in_flight.load(Ordering::Acquire) != 0 {
+            if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Runs node `i`; on an error or panic records it, raises `stop`, and returns false.
+    fn run_node(&self, i: usize) -> bool {
         let outcome = {
             let mut guard = self.graph_slots[i]
                 .lock()
@@ -89,32 +145,24 @@ impl<'g> Frame<'g> {
                 commands: self.commands,
                 scratch: &slot.scratch,
             };
-            let started = self.start.elapsed();
             let t0 = Instant::now();
             let node = &mut slot.node;
             let result = catch_unwind(AssertUnwindSafe(|| node.run(&ctx)));
-            slot.timing = Some((started, t0.elapsed()));
+            slot.timing = Some((t0.duration_since(self.start), t0.elapsed()));
             result
         };
         let failure = match outcome {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(Failure::Error(e)),
-            Err(payload) => Some(Failure::Panic(panic_message(&*payload))),
+            Ok(Ok(())) => return true,
+            Ok(Err(e)) => Failure::Error(e),
+            Err(payload) => Failure::Panic(panic_message(&*payload)),
         };
-        if let Some(f) = failure {
-            self.stop.store(true, Ordering::Release);
-            let mut slot = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
-            // Keep the failure of the lowest node index, for a deterministic report.
-            if slot.as_ref().is_none_or(|(j, _)| i < *j) {
-                *slot = Some((i, f));
-            }
-            return;
+        self.stop.store(true, Ordering::Release);
+        let mut slot = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        // Keep the failure of the lowest node index, for a deterministic report.
+        if slot.as_ref().is_none_or(|(j, _)| i < *j) {
+            *slot = Some((i, failure));
         }
-        for &s in &self.successors[i] {
-            if self.remaining[s].fetch_sub(1, Ordering::AcqRel) == 1 {
-                scope.spawn(move |scope| self.run_node(scope, s));
-            }
-        }
+        false
     }
 }
 
@@ -131,6 +179,8 @@ impl Graph {
                 in_degree[s] += 1;
             }
         }
+        let roots = (0..nodes.len()).filter(|&i| in_degree[i] == 0).collect();
+        let remaining = in_degree.iter().map(|&d| AtomicUsize::new(d)).collect();
         let successor_ids = successors
             .iter()
             .map(|ss| ss.iter().map(|&s| NodeId(s as u32)).collect())
@@ -160,6 +210,9 @@ impl Graph {
             successors,
             successor_ids,
             in_degree,
+            roots,
+            remaining,
+            keep_worker_awake: true,
             commands: CommandBuffer::new(),
             timings,
             frame_time: Duration::ZERO,
@@ -170,6 +223,12 @@ impl Graph {
     /// Runs one frame: every node once, each after all of its predecessors (explicit edges and
     /// the read/write orderings added at build), ready nodes concurrently on the current rayon
     /// pool. Then applies the commands recorded into [`Graph::commands`].
+    ///
+    /// A thread that finishes a node goes on with one of the successors this made ready (the
+    /// last in insertion order) and spawns rayon tasks only for the others, so a chain of nodes
+    /// runs on one thread without a hand-off per node; the last root starts on the calling
+    /// thread. Results do not depend on this: a node starts only once its inputs are complete.
+    /// See also [`Graph::set_keep_worker_awake`].
     ///
     /// A node that returns an error or panics stops the frame: no new node starts, running ones
     /// finish, the commands recorded during the frame are discarded, and the error names the
@@ -186,31 +245,40 @@ impl Graph {
                 .unwrap_or_else(PoisonError::into_inner)
                 .timing = None;
         }
+        for (r, &d) in self.remaining.iter_mut().zip(&self.in_degree) {
+            *r.get_mut() = d;
+        }
         let frame = Frame {
             graph_slots: &self.slots,
             names: &self.names,
             accesses: &self.accesses,
             successors: &self.successors,
-            remaining: self
-                .in_degree
-                .iter()
-                .map(|&d| AtomicUsize::new(d))
-                .collect(),
+            remaining: &self.remaining,
             stop: AtomicBool::new(false),
+            in_flight: AtomicUsize::new(self.roots.len()),
             failure: Mutex::new(None),
             store,
             commands: &self.commands,
             start,
         };
-        let roots: Vec<usize> = (0..self.slots.len())
-            .filter(|&i| self.in_degree[i] == 0)
-            .collect();
-        rayon::scope(|scope| {
-            let frame = &frame;
-            for &r in &roots {
-                scope.spawn(move |scope| frame.run_node(scope, r));
-            }
-        });
+        let keep_worker_awake = self.keep_worker_awake;
+        let last_frame = self.frame_time;
+        if let Some((&last, others)) = self.roots.split_last() {
+            rayon::scope(|scope| {
+                let frame = &frame;
+                if keep_worker_awake
+                    && last_frame >= KEEP_AWAKE_MIN_FRAME
+                    && rayon::current_num_threads() > 1
+                {
+                    scope.spawn(move |_| frame.help());
+                }
+                for &r in others {
+                    scope.spawn(move |scope| frame.run_chain(scope, r));
+                }
+                // The last root (often the head of the longest chain) starts on this thread.
+                frame.run_chain(scope, last);
+            });
+        }
         let failure = frame
             .failure
             .into_inner()
@@ -250,6 +318,30 @@ impl Graph {
             }
             Err(error) => Err(FrameError::Commands { error }),
         }
+    }
+
+    /// Whether [`Graph::run`] keeps a second worker thread of the pool awake while the frame runs
+    /// (default: true). It does so only on a pool of two or more threads, and only when the
+    /// previous frame took at least 20 µs (shorter frames are spanned by rayon's own idle
+    /// spinning).
+    ///
+    /// An idle rayon worker goes to sleep after a few tens of microseconds, and waking it costs
+    /// the thread that has work for it a system call, then the wake-up latency (measured on a
+    /// 2-vCPU VM: about 9 µs for the caller and 20–40 µs until the woken worker starts). A frame
+    /// of small nodes, or a serial stretch longer than that between parallel ones, pays this
+    /// again and again. With this on, one worker spends the frame in a loop that runs pending
+    /// rayon work and otherwise yields its core to the OS (`sched_yield`, as rayon's own idle
+    /// loop does) until no node can start any more, so fine-grained parallel work inside nodes
+    /// is picked up at once. The cost: that worker's core stays busy-yielding during serial
+    /// stretches of the frame. Turn it off when other threads of the process need those cycles
+    /// more than the frame needs the latency.
+    pub fn set_keep_worker_awake(&mut self, on: bool) {
+        self.keep_worker_awake = on;
+    }
+
+    /// See [`Graph::set_keep_worker_awake`].
+    pub fn keeps_worker_awake(&self) -> bool {
+        self.keep_worker_awake
     }
 
     /// The deferred command buffer nodes record into ([`NodeContext::commands`]); applied at the

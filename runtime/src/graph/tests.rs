@@ -575,3 +575,202 @@ fn node_error_conversions() {
     let boxed: Box<dyn std::error::Error + Send + Sync> = "b".into();
     assert_eq!(NodeError::from(boxed).to_string(), "b");
 }
+
+/// A chain of `len` nodes added in reverse order (so insertion order is not run order), each
+/// checking that its predecessor's write is visible, plus a free node beside it.
+fn reversed_chain(len: usize, log: &Log) -> Graph {
+    let mut b = GraphBuilder::new();
+    let ids: Vec<NodeId> = (0..len)
+        .rev()
+        .map(|k| {
+            b.add_node(FnNode::new(
+                format!("step {k}"),
+                Access::new().write::<Counter>(),
+                move |ctx| {
+                    let mut c = ctx.resource_mut::<Counter>()?;
+                    if c.0 % len != k {
+                        return Err(NodeError::new(format!("step {k} saw {}", c.0)));
+                    }
+                    c.0 += 1;
+                    Ok(())
+                },
+            ))
+        })
+        .collect();
+    // ids[j] is step len-1-j
+    for j in (1..len).rev() {
+        b.add_edge(ids[j], ids[j - 1]);
+    }
+    b.add_node(logging("beside", Access::new(), log));
+    b.build().unwrap()
+}
+
+#[test]
+fn a_long_chain_runs_in_order_on_any_thread_count() {
+    for threads in [1, 2, 4] {
+        let log: Log = Arc::default();
+        let mut g = reversed_chain(40, &log);
+        let mut store = Store::new();
+        store.insert_resource(Counter(0));
+        pool(threads).install(|| {
+            for _ in 0..5 {
+                g.run(&mut store).unwrap();
+            }
+        });
+        assert_eq!(store.resource::<Counter>().unwrap().0, 200);
+        assert_eq!(log.lock().unwrap().len(), 5);
+        let t = g.last_timings();
+        assert!(t.iter().all(|t| t.ran));
+        // every step started after its predecessor (the node added just before it) ended
+        for w in t[..40].windows(2) {
+            assert!(w[0].started_at_offset >= w[1].started_at_offset + w[1].duration);
+        }
+    }
+}
+
+#[test]
+fn a_failure_inside_a_chain_stops_it_and_the_frame_ends() {
+    for threads in [1, 2, 4] {
+        let log: Log = Arc::default();
+        let mut g = reversed_chain(12, &log);
+        let mut store = Store::new();
+        // step 0 expects 0 (mod 12): start at 5, so step 0 fails at once
+        store.insert_resource(Counter(5));
+        let err = pool(threads).install(|| g.run(&mut store)).unwrap_err();
+        assert_eq!(err.node(), Some("step 0"), "{err}");
+        assert!(err.to_string().contains("saw 5"), "{err}");
+        assert_eq!(store.resource::<Counter>().unwrap().0, 5);
+        let ran: Vec<bool> = g.last_timings()[..12].iter().map(|t| t.ran).collect();
+        // only step 0 (added last of the steps) ran
+        assert_eq!(ran.iter().filter(|&&r| r).count(), 1);
+        assert!(ran[11]);
+    }
+}
+
+#[test]
+fn concurrent_failures_report_the_lowest_node_index() {
+    // root -> a, root -> b: both start, wait until the other is running, then fail.
+    let mut b = GraphBuilder::new();
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let root = b.add_node(FnNode::new("root", Access::new(), |_| Ok(())));
+    let mut failing = |name: &'static str| {
+        let arrived = Arc::clone(&arrived);
+        b.add_node(FnNode::new(name, Access::new(), move |_| {
+            arrived.fetch_add(1, Ordering::SeqCst);
+            let t = std::time::Instant::now();
+            while !arrived.load(Ordering::SeqCst).is_multiple_of(2)
+                && t.elapsed() < Duration::from_secs(5)
+            {
+                std::hint::spin_loop();
+            }
+            Err(NodeError::new(format!("{name} failed")))
+        }))
+    };
+    let x = failing("a");
+    let y = failing("b");
+    b.add_edge(root, x).add_edge(root, y);
+    let mut g = b.build().unwrap();
+    let mut store = Store::new();
+    for threads in [2, 4] {
+        pool(threads).install(|| {
+            for _ in 0..20 {
+                let err = g.run(&mut store).unwrap_err();
+                assert_eq!(err.node(), Some("a"), "{err}");
+                assert!(g.last_timings().iter().all(|t| t.ran));
+            }
+        });
+    }
+}
+
+#[test]
+fn a_failing_branch_stops_the_other_branch_from_going_on() {
+    // root -> bad; root -> slow -> next: with several threads `bad` fails while `slow` runs,
+    // so `next` never starts.
+    let ran_next = Arc::new(AtomicUsize::new(0));
+    let mut b = GraphBuilder::new();
+    let root = b.add_node(FnNode::new("root", Access::new(), |_| Ok(())));
+    let bad = b.add_node(FnNode::new("bad", Access::new(), |_| {
+        Err(NodeError::new("bad"))
+    }));
+    let slow = b.add_node(FnNode::new("slow", Access::new(), |_| {
+        std::thread::sleep(Duration::from_millis(30));
+        Ok(())
+    }));
+    let counter = Arc::clone(&ran_next);
+    let next = b.add_node(FnNode::new("next", Access::new(), move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }));
+    b.add_edge(root, bad)
+        .add_edge(root, slow)
+        .add_edge(slow, next);
+    let mut g = b.build().unwrap();
+    let mut store = Store::new();
+    for threads in [2, 4] {
+        let err = pool(threads).install(|| g.run(&mut store)).unwrap_err();
+        assert_eq!(err.node(), Some("bad"));
+    }
+    // `slow` continues on the thread that ran `root`, `bad` is taken by another thread and
+    // fails during `slow`'s sleep, so `next` is never started.
+    assert_eq!(ran_next.load(Ordering::SeqCst), 0);
+    // On one thread `bad` waits in the queue while the chain goes on: `next` runs, and the
+    // frame still reports `bad`.
+    let err = pool(1).install(|| g.run(&mut store)).unwrap_err();
+    assert_eq!(err.node(), Some("bad"));
+    assert_eq!(ran_next.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_worker_kept_awake_takes_nodes_and_every_frame_ends() {
+    // root -> four independent nodes, each long enough (with root) for the frame to exceed the
+    // threshold above which `Graph::run` keeps a worker awake.
+    let threads_seen: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
+    let fail_at = Arc::new(AtomicUsize::new(usize::MAX));
+    let frame_no = Arc::new(AtomicUsize::new(0));
+    let mut b = GraphBuilder::new();
+    let root = b.add_node(FnNode::new("root", Access::new(), |_| {
+        std::thread::sleep(Duration::from_micros(200));
+        Ok(())
+    }));
+    for k in 0..4 {
+        let seen = Arc::clone(&threads_seen);
+        let (fail_at, frame_no) = (Arc::clone(&fail_at), Arc::clone(&frame_no));
+        let leaf = b.add_node(FnNode::new(format!("leaf {k}"), Access::new(), move |_| {
+            std::thread::sleep(Duration::from_micros(500));
+            seen.lock().unwrap().push(std::thread::current().id());
+            if k == 2 && frame_no.load(Ordering::SeqCst) == fail_at.load(Ordering::SeqCst) {
+                return Err(NodeError::new("leaf 2 failed"));
+            }
+            Ok(())
+        }));
+        b.add_edge(root, leaf);
+    }
+    let mut g = b.build().unwrap();
+    assert!(g.keeps_worker_awake());
+    let mut store = Store::new();
+    fail_at.store(3, Ordering::SeqCst);
+    pool(2).install(|| {
+        for f in 0..6 {
+            frame_no.store(f, Ordering::SeqCst);
+            let r = g.run(&mut store);
+            if f == 3 {
+                assert_eq!(r.unwrap_err().node(), Some("leaf 2"));
+            } else {
+                r.unwrap();
+                assert!(g.last_timings().iter().all(|t| t.ran));
+            }
+        }
+    });
+    // the leaves ran on both threads of the pool
+    let mut seen = threads_seen.lock().unwrap().clone();
+    seen.sort_by_key(|t| format!("{t:?}"));
+    seen.dedup();
+    assert_eq!(seen.len(), 2);
+    // and the same graph runs as before with the option off, on one and on two threads
+    g.set_keep_worker_awake(false);
+    assert!(!g.keeps_worker_awake());
+    fail_at.store(usize::MAX, Ordering::SeqCst);
+    for threads in [1, 2] {
+        pool(threads).install(|| g.run(&mut store)).unwrap();
+    }
+}

@@ -48,8 +48,8 @@ pub use entity::Entity;
 pub use error::StoreError;
 #[doc(hidden)]
 pub use query::Fetch;
-pub(crate) use query::query_access;
 pub use query::{Query, QueryChunk, QueryItem, QueryParam, QuerySlices};
+pub(crate) use query::{QueryAccess, query_access};
 pub use resource::{Res, ResMut, ScopedSlice, ScopedSliceGuard};
 
 use archetype::Archetype;
@@ -553,9 +553,13 @@ impl Store {
         Query::new(self)
     }
 
-    /// Query through `&Store` for graph nodes (borrow flags make it sound).
-    pub(crate) fn query_shared<Q: QueryParam>(&self) -> Result<Query<'_, Q>, StoreError> {
-        Query::new(self)
+    /// Query through `&Store` for graph nodes (borrow flags make it sound), with the access list
+    /// the node context already checked against the node's declaration.
+    pub(crate) fn query_shared<Q: QueryParam>(
+        &self,
+        access: &QueryAccess<Q>,
+    ) -> Result<Query<'_, Q>, StoreError> {
+        Query::with_access(self, access)
     }
 
     /// Random access to `C` through `&Store` for graph nodes (shared borrow flag held).

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use rayon::prelude::*;
 
 use super::archetype::{Archetype, ArchetypeId};
-use super::borrow::BorrowSet;
+use super::borrow::{BorrowRequest, BorrowSet, RequestList};
 use super::chunk::{Chunk, ChunkId};
 use super::{Component, Entity, Store, StoreError};
 
@@ -33,7 +33,7 @@ pub unsafe trait Fetch: 'static {
     /// Per-chunk column pointers.
     type Ptr: Copy;
     /// Lists (type, name, exclusive) for every type named.
-    fn access(out: &mut Vec<(TypeId, &'static str, bool)>);
+    fn access(out: &mut RequestList);
     /// State for an archetype, or `None` if it does not match.
     fn prepare(store: &Store, archetype: &Archetype) -> Option<Self::State>;
     /// Column pointers of a chunk of the prepared archetype; stamps written columns with `frame`.
@@ -93,7 +93,7 @@ unsafe impl<T: Component> Fetch for Read<T> {
     type Slice<'a> = &'a [T];
     type State = (usize, usize);
     type Ptr = *const T;
-    fn access(out: &mut Vec<(TypeId, &'static str, bool)>) {
+    fn access(out: &mut RequestList) {
         out.push((TypeId::of::<T>(), std::any::type_name::<T>(), false));
     }
     fn prepare(store: &Store, archetype: &Archetype) -> Option<Self::State> {
@@ -122,7 +122,7 @@ unsafe impl<T: Component> Fetch for Write<T> {
     type Slice<'a> = &'a mut [T];
     type State = (usize, usize);
     type Ptr = *mut T;
-    fn access(out: &mut Vec<(TypeId, &'static str, bool)>) {
+    fn access(out: &mut RequestList) {
         out.push((TypeId::of::<T>(), std::any::type_name::<T>(), true));
     }
     fn prepare(store: &Store, archetype: &Archetype) -> Option<Self::State> {
@@ -152,7 +152,7 @@ unsafe impl<T: Component> Fetch for OptRead<T> {
     type Slice<'a> = Option<&'a [T]>;
     type State = Option<(usize, usize)>;
     type Ptr = Option<*const T>;
-    fn access(out: &mut Vec<(TypeId, &'static str, bool)>) {
+    fn access(out: &mut RequestList) {
         Read::<T>::access(out);
     }
     fn prepare(store: &Store, archetype: &Archetype) -> Option<Self::State> {
@@ -181,7 +181,7 @@ unsafe impl<T: Component> Fetch for OptWrite<T> {
     type Slice<'a> = Option<&'a mut [T]>;
     type State = Option<(usize, usize)>;
     type Ptr = Option<*mut T>;
-    fn access(out: &mut Vec<(TypeId, &'static str, bool)>) {
+    fn access(out: &mut RequestList) {
         Write::<T>::access(out);
     }
     fn prepare(store: &Store, archetype: &Archetype) -> Option<Self::State> {
@@ -229,7 +229,7 @@ macro_rules! tuple_query {
             type Slice<'a> = ($($T::Slice<'a>,)+);
             type State = ($($T::State,)+);
             type Ptr = ($($T::Ptr,)+);
-            fn access(out: &mut Vec<(TypeId, &'static str, bool)>) {
+            fn access(out: &mut RequestList) {
                 $($T::access(out);)+
             }
             fn prepare(store: &Store, archetype: &Archetype) -> Option<Self::State> {
@@ -263,20 +263,38 @@ tuple_query!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
 tuple_query!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
 tuple_query!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
 
-/// The (type, name, exclusive) list of a query type, or [`StoreError::QueryAliasing`] if a
-/// type is named twice with at least one `&mut`.
-pub(crate) fn query_access<Q: QueryParam>() -> Result<Vec<(TypeId, &'static str, bool)>, StoreError>
-{
-    let mut list = Vec::new();
+/// The (type, name, exclusive) list of query type `Q`, made only by [`query_access`], so that a
+/// [`Query<Q>`] built from it borrows exactly what `Q` touches. Kept inline: no allocation for
+/// query types of up to 8 elements.
+pub(crate) struct QueryAccess<Q> {
+    list: RequestList,
+    _q: PhantomData<fn() -> Q>,
+}
+
+impl<Q> QueryAccess<Q> {
+    /// The requests, in the query type's element order.
+    pub(crate) fn as_slice(&self) -> &[BorrowRequest] {
+        self.list.as_slice()
+    }
+}
+
+/// The access list of a query type, or [`StoreError::QueryAliasing`] if a type is named twice
+/// with at least one `&mut`.
+pub(crate) fn query_access<Q: QueryParam>() -> Result<QueryAccess<Q>, StoreError> {
+    let mut list = RequestList::empty();
     Q::Fetch::access(&mut list);
-    for (i, a) in list.iter().enumerate() {
-        for b in &list[i + 1..] {
+    let items = list.as_slice();
+    for (i, a) in items.iter().enumerate() {
+        for b in &items[i + 1..] {
             if a.0 == b.0 && (a.2 || b.2) {
                 return Err(StoreError::QueryAliasing { type_name: a.1 });
             }
         }
     }
-    Ok(list)
+    Ok(QueryAccess {
+        list,
+        _q: PhantomData,
+    })
 }
 
 /// A prepared query over a [`Store`]: `store.query::<(&A, &mut B)>()?`.
@@ -303,6 +321,26 @@ impl<Q: QueryParam> fmt::Debug for Query<'_, Q> {
     }
 }
 
+/// The matching chunks of a query: none, one (kept inline), or several.
+enum Tasks<V> {
+    None,
+    One(V),
+    Many(Vec<V>),
+}
+
+impl<V> Tasks<V> {
+    fn push(&mut self, v: V) {
+        *self = match std::mem::replace(self, Tasks::None) {
+            Tasks::None => Tasks::One(v),
+            Tasks::One(first) => Tasks::Many(vec![first, v]),
+            Tasks::Many(mut all) => {
+                all.push(v);
+                Tasks::Many(all)
+            }
+        };
+    }
+}
+
 /// A matching chunk handed to a query's closure.
 #[derive(Clone, Copy)]
 struct Visit<S> {
@@ -314,8 +352,15 @@ struct Visit<S> {
 
 impl<'w, Q: QueryParam> Query<'w, Q> {
     pub(crate) fn new(store: &'w Store) -> Result<Self, StoreError> {
-        let access = query_access::<Q>()?;
-        let borrows = store.borrows.acquire(&access)?;
+        Self::with_access(store, &query_access::<Q>()?)
+    }
+
+    /// A query taking the borrows of `access` (computed once by a caller that also checked it).
+    pub(crate) fn with_access(
+        store: &'w Store,
+        access: &QueryAccess<Q>,
+    ) -> Result<Self, StoreError> {
+        let borrows = store.borrows.acquire(access.as_slice())?;
         Ok(Self {
             store,
             _borrows: borrows,
@@ -373,10 +418,14 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
     }
 
     /// Calls `f` for every matching chunk in iteration order (no borrows are created here).
-    fn visit(&self, mut f: impl FnMut(&Archetype, &Chunk, Visit<<Q::Fetch as Fetch>::State>)) {
+    fn visit(
+        &self,
+        mut f: impl FnMut(&'w Archetype, &'w Chunk, Visit<<Q::Fetch as Fetch>::State>),
+    ) {
+        let store: &'w Store = self.store;
         let mut changed = Vec::new();
         let mut first_index = 0;
-        for (ai, archetype) in self.store.archetypes.iter().enumerate() {
+        for (ai, archetype) in store.archetypes.iter().enumerate() {
             if archetype.len == 0 {
                 continue;
             }
@@ -453,28 +502,37 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
         });
     }
 
-    fn tasks(&self) -> Vec<Visit<<Q::Fetch as Fetch>::State>> {
-        let mut tasks = Vec::new();
+    /// The matching chunks, without a heap allocation when there is at most one.
+    fn tasks(&self) -> Tasks<Visit<<Q::Fetch as Fetch>::State>> {
+        let mut tasks = Tasks::None;
         self.visit(|_, _, v| tasks.push(v));
         tasks
     }
 
     /// Calls `f` for every matching chunk in parallel on rayon (one task per chunk). Use
     /// [`QueryChunk::first_index`] to write per-entity results into flat arrays without locks.
+    ///
+    /// A query matching a single chunk calls `f` on the current thread (what rayon would do for
+    /// one task, without its set-up).
     pub fn par_for_each_chunk<F>(&mut self, f: F)
     where
         F: Fn(QueryChunk<'_, Q>) + Sync + Send,
     {
         let store = self.store;
         let frame = store.frame;
-        self.tasks().into_par_iter().for_each(|v| {
+        let run = |v: Visit<<Q::Fetch as Fetch>::State>| {
             let archetype = &store.archetypes[v.archetype];
             let chunk = &archetype.chunks[v.chunk];
             // SAFETY: `chunk` belongs to the archetype the state was prepared for; each chunk
             // is visited by exactly one task, so the slices of different tasks are disjoint.
             let ptr = unsafe { Q::Fetch::ptr(v.state, chunk, frame) };
             f(QueryChunk::new(store, archetype, chunk, v, ptr));
-        });
+        };
+        match self.tasks() {
+            Tasks::None => {}
+            Tasks::One(v) => run(v),
+            Tasks::Many(tasks) => tasks.into_par_iter().for_each(run),
+        }
     }
 
     /// Every matching chunk as a view, in iteration order, for the life of the query's borrow.
@@ -486,16 +544,13 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
     pub fn chunks(&mut self) -> Vec<QueryChunk<'_, Q>> {
         let store = self.store;
         let frame = store.frame;
-        self.tasks()
-            .into_iter()
-            .map(|v| {
-                let archetype = &store.archetypes[v.archetype];
-                let chunk = &archetype.chunks[v.chunk];
-                // SAFETY: `chunk` belongs to the archetype the state was prepared for.
-                let ptr = unsafe { Q::Fetch::ptr(v.state, chunk, frame) };
-                QueryChunk::new(store, archetype, chunk, v, ptr)
-            })
-            .collect()
+        let mut views = Vec::new();
+        self.visit(|archetype, chunk, v| {
+            // SAFETY: `chunk` belongs to the archetype the state was prepared for.
+            let ptr = unsafe { Q::Fetch::ptr(v.state, chunk, frame) };
+            views.push(QueryChunk::new(store, archetype, chunk, v, ptr));
+        });
+        views
     }
 
     /// Calls `f(entity, item)` for every matching entity, in parallel over chunks.
@@ -614,8 +669,9 @@ impl<'c, Q: QueryParam> QueryChunk<'c, Q> {
     /// The column of `T`, when the query reads `T` shared (`&T` or `Option<&T>`) and the chunk
     /// has it; `None` otherwise (a type the query writes is never handed out this way).
     pub fn read_column<T: Component>(&self) -> Option<&'c [T]> {
-        let mut access = Vec::new();
-        Q::Fetch::access(&mut access);
+        let mut list = RequestList::empty();
+        Q::Fetch::access(&mut list);
+        let access = list.as_slice();
         let id = TypeId::of::<T>();
         if !access.iter().any(|&(t, _, _)| t == id) || access.iter().any(|&(t, _, w)| t == id && w)
         {

@@ -717,3 +717,106 @@ fn a_nested_tuple_bundle_is_an_error_not_a_silent_tuple_component() {
     let e = s.spawn((1u32, 2.0f32, Pair((3, 4.0)))).unwrap();
     assert_eq!(s.get::<Pair>(e).unwrap(), &Pair((3, 4.0)));
 }
+
+#[test]
+fn par_for_each_chunk_with_zero_one_and_many_chunks() {
+    let mut s = Store::with_chunk_bytes(1024);
+    let collect = |s: &mut Store| {
+        let seen = std::sync::Mutex::new(Vec::new());
+        s.query::<&Pos>().unwrap().par_for_each_chunk(|c| {
+            let first = c.first_index();
+            let values: Vec<f32> = c.into_columns().iter().map(|p| p.0).collect();
+            seen.lock().unwrap().push((first, values));
+        });
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_by_key(|(first, _)| *first);
+        seen
+    };
+    assert!(collect(&mut s).is_empty());
+    s.spawn_batch((0..3).map(|i| (Pos(i as f32, 0.0, 0.0),)))
+        .unwrap();
+    assert_eq!(collect(&mut s), [(0, vec![0.0, 1.0, 2.0])]);
+    s.spawn_batch((3..500).map(|i| (Pos(i as f32, 0.0, 0.0),)))
+        .unwrap();
+    let seen = collect(&mut s);
+    assert!(seen.len() > 2, "{} chunks", seen.len());
+    let flat: Vec<f32> = seen.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+    assert_eq!(flat, (0..500).map(|i| i as f32).collect::<Vec<_>>());
+    // the views of `chunks()` agree with the closure's chunks
+    let mut q = s.query::<&Pos>().unwrap();
+    let views: Vec<(usize, usize)> = q
+        .chunks()
+        .iter()
+        .map(|c| (c.first_index(), c.len()))
+        .collect();
+    assert_eq!(
+        views,
+        seen.iter()
+            .map(|(first, v)| (*first, v.len()))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// Ten distinct component types, more than the borrow lists keep inline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct C<const K: usize>(u32);
+
+#[test]
+fn queries_naming_many_types_borrow_and_release_them_all() {
+    let mut s = Store::new();
+    s.spawn((
+        C::<0>(0),
+        C::<1>(1),
+        C::<2>(2),
+        C::<3>(3),
+        C::<4>(4),
+        C::<5>(5),
+        C::<6>(6),
+        C::<7>(7),
+        C::<8>(8),
+        C::<9>(9),
+    ))
+    .unwrap();
+    let store = &s;
+    {
+        let q = store
+            .query_shared::<(
+                (&C<0>, &C<1>, &C<2>, &C<3>, &C<4>, &C<5>, &C<6>, &C<7>),
+                (&mut C<8>, &C<9>),
+            )>(&query_access().unwrap())
+            .unwrap();
+        assert_eq!(q.count(), 1);
+        // every one of the ten types is borrowed, the 9th exclusively
+        assert!(
+            store
+                .query_shared::<&C<8>>(&query_access().unwrap())
+                .is_err()
+        );
+        assert!(
+            store
+                .query_shared::<&mut C<9>>(&query_access().unwrap())
+                .is_err()
+        );
+        assert!(
+            store
+                .query_shared::<&C<0>>(&query_access().unwrap())
+                .is_ok()
+        );
+    }
+    // and released again
+    assert!(
+        store
+            .query_shared::<&mut C<8>>(&query_access().unwrap())
+            .is_ok()
+    );
+    assert!(
+        store
+            .query_shared::<&mut C<0>>(&query_access().unwrap())
+            .is_ok()
+    );
+    assert!(
+        store
+            .query_shared::<&mut C<9>>(&query_access().unwrap())
+            .is_ok()
+    );
+}
