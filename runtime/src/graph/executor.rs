@@ -31,8 +31,6 @@ pub struct Graph {
     roots: Vec<usize>,
     /// Per-frame countdown of unfinished predecessors, kept between frames to avoid allocating.
     remaining: Vec<AtomicUsize>,
-    /// Whether [`Graph::run`] keeps a second worker awake for the frame.
-    keep_worker_awake: bool,
     commands: CommandBuffer,
     timings: Vec<NodeTiming>,
     frame_time: Duration,
@@ -63,10 +61,6 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Frames that took less than this last time do not keep a worker awake: rayon's own idle
-/// spinning (tens of microseconds before a worker sleeps) already spans them.
-const KEEP_AWAKE_MIN_FRAME: Duration = Duration::from_micros(20);
-
 /// State shared by the tasks of one frame.
 struct Frame<'g> {
     graph_slots: &'g [Mutex<Slot>],
@@ -76,8 +70,6 @@ struct Frame<'g> {
     /// Per node, predecessors not yet done (reset from the in-degrees by [`Graph::run`]).
     remaining: &'g [AtomicUsize],
     stop: AtomicBool,
-    /// Chains running or queued (one per `run_chain` call); zero once no node can start any more.
-    in_flight: AtomicUsize,
     failure: Mutex<Option<(usize, Failure)>>,
     store: &'g Store,
     commands: &'g CommandBuffer,
@@ -92,7 +84,6 @@ impl<'g> Frame<'g> {
     fn run_chain<'s>(&'s self, scope: &rayon::Scope<'s>, mut i: usize) {
         loop {
             if self.stop.load(Ordering::Acquire) || !self.run_node(i) {
-                self.in_flight.fetch_sub(1, Ordering::AcqRel);
                 return;
             }
             // The last ready successor continues here: successors are sorted, and spawning the
@@ -102,30 +93,12 @@ impl<'g> Frame<'g> {
                 if self.remaining[s].fetch_sub(1, Ordering::AcqRel) == 1
                     && let Some(ready) = next.replace(s)
                 {
-                    // Counted before this chain can end, so `in_flight` never drops to zero
-                    // while a node can still start.
-                    self.in_flight.fetch_add(1, Ordering::AcqRel);
                     scope.spawn(move |scope| self.run_chain(scope, ready));
                 }
             }
             match next {
                 Some(s) => i = s,
-                None => {
-                    self.in_flight.fetch_sub(1, Ordering::AcqRel);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Keeps one worker thread awake until no node can start any more: it runs whatever rayon
-    /// work is pending (spawned nodes, the parallel pieces of running nodes) and otherwise
-    /// yields its core to the OS scheduler, like rayon's own idle loop, without ever going to
-    /// sleep. See [`Graph::set_keep_worker_awake`].
-    fn help(&self) {
-        while self.in_flight.load(Ordering::Acquire) != 0 {
-            if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                std::thread::yield_now();
+                None => return,
             }
         }
     }
@@ -212,7 +185,6 @@ impl Graph {
             in_degree,
             roots,
             remaining,
-            keep_worker_awake: true,
             commands: CommandBuffer::new(),
             timings,
             frame_time: Duration::ZERO,
@@ -228,7 +200,6 @@ impl Graph {
     /// last in insertion order) and spawns rayon tasks only for the others, so a chain of nodes
     /// runs on one thread without a hand-off per node; the last root starts on the calling
     /// thread. Results do not depend on this: a node starts only once its inputs are complete.
-    /// See also [`Graph::set_keep_worker_awake`].
     ///
     /// A node that returns an error or panics stops the frame: no new node starts, running ones
     /// finish, the commands recorded during the frame are discarded, and the error names the
@@ -255,23 +226,14 @@ impl Graph {
             successors: &self.successors,
             remaining: &self.remaining,
             stop: AtomicBool::new(false),
-            in_flight: AtomicUsize::new(self.roots.len()),
             failure: Mutex::new(None),
             store,
             commands: &self.commands,
             start,
         };
-        let keep_worker_awake = self.keep_worker_awake;
-        let last_frame = self.frame_time;
         if let Some((&last, others)) = self.roots.split_last() {
             rayon::scope(|scope| {
                 let frame = &frame;
-                if keep_worker_awake
-                    && last_frame >= KEEP_AWAKE_MIN_FRAME
-                    && rayon::current_num_threads() > 1
-                {
-                    scope.spawn(move |_| frame.help());
-                }
                 for &r in others {
                     scope.spawn(move |scope| frame.run_chain(scope, r));
                 }
@@ -318,30 +280,6 @@ impl Graph {
             }
             Err(error) => Err(FrameError::Commands { error }),
         }
-    }
-
-    /// Whether [`Graph::run`] keeps a second worker thread of the pool awake while the frame runs
-    /// (default: true). It does so only on a pool of two or more threads, and only when the
-    /// previous frame took at least 20 µs (shorter frames are spanned by rayon's own idle
-    /// spinning).
-    ///
-    /// An idle rayon worker goes to sleep after a few tens of microseconds, and waking it costs
-    /// the thread that has work for it a system call, then the wake-up latency (measured on a
-    /// 2-vCPU VM: about 9 µs for the caller and 20–40 µs until the woken worker starts). A frame
-    /// of small nodes, or a serial stretch longer than that between parallel ones, pays this
-    /// again and again. With this on, one worker spends the frame in a loop that runs pending
-    /// rayon work and otherwise yields its core to the OS (`sched_yield`, as rayon's own idle
-    /// loop does) until no node can start any more, so fine-grained parallel work inside nodes
-    /// is picked up at once. The cost: that worker's core stays busy-yielding during serial
-    /// stretches of the frame. Turn it off when other threads of the process need those cycles
-    /// more than the frame needs the latency.
-    pub fn set_keep_worker_awake(&mut self, on: bool) {
-        self.keep_worker_awake = on;
-    }
-
-    /// See [`Graph::set_keep_worker_awake`].
-    pub fn keeps_worker_awake(&self) -> bool {
-        self.keep_worker_awake
     }
 
     /// The deferred command buffer nodes record into ([`NodeContext::commands`]); applied at the
