@@ -46,49 +46,25 @@ impl SkinningJob<'_> {
         let mut tables = TableLookup::new(self.remap);
         for i in 0..n {
             let s = &self.slots[i];
-            let mesh = &self.skins[i].mesh;
-            check_len(
+            let (start, count) = (s.bone_offset, s.bone_count);
+            check_range("skinning", "model", start, count, 0, self.model.len())?;
+            let (base, len) = (self.palette_base, self.palette.len());
+            check_range(
                 "skinning",
-                "slot palette count",
-                mesh.bone_count(),
-                s.palette_count as usize,
+                "palette",
+                s.palette_offset,
+                s.palette_count,
+                base,
+                len,
             )?;
-            let end = (s.bone_offset + s.bone_count) as usize;
-            if end > self.model.len() {
-                return Err(JobError::LengthMismatch {
-                    job: "skinning",
-                    buffer: "model",
-                    expected: end,
-                    actual: self.model.len(),
-                });
-            }
-            let pend = (s.palette_offset + s.palette_count) as usize;
-            if (s.palette_offset as usize) < self.palette_base as usize
-                || pend - self.palette_base as usize > self.palette.len()
-            {
-                return Err(JobError::LengthMismatch {
-                    job: "skinning",
-                    buffer: "palette",
-                    expected: pend,
-                    actual: self.palette_base as usize + self.palette.len(),
-                });
-            }
-            if tables.get(&self.rigs[i].0, mesh).is_none() {
-                return Err(JobError::MissingRemap {
-                    entity: self.entities[i],
-                    mesh: mesh.name().to_string(),
-                });
-            }
-            if let Some(rb) = self.skins[i].root_bone
-                && rb.get() >= s.bone_count as usize
-            {
-                return Err(JobError::BoneOutOfRange {
-                    job: "skinning",
-                    entity: Some(self.entities[i]),
-                    bone: rb.get(),
-                    bone_count: s.bone_count as usize,
-                });
-            }
+            check_skin(
+                "skinning",
+                self.entities[i],
+                &self.rigs[i],
+                &self.skins[i],
+                s,
+                &mut tables,
+            )?;
         }
         Ok(())
     }
@@ -112,6 +88,71 @@ impl SkinningJob<'_> {
             skin_entity(model, skin, table, out);
         }
     }
+}
+
+/// Checks that flat range `start .. start + count` lies inside a piece of `len` entries that
+/// starts at flat index `base`.
+///
+/// # Errors
+/// [`JobError::LengthMismatch`] naming `job` and `buffer`.
+pub(crate) fn check_range(
+    job: &'static str,
+    buffer: &'static str,
+    start: u32,
+    count: u32,
+    base: u32,
+    len: usize,
+) -> Result<(), JobError> {
+    let end = start as usize + count as usize;
+    if start < base || end - base as usize > len {
+        return Err(JobError::LengthMismatch {
+            job,
+            buffer,
+            expected: end,
+            actual: base as usize + len,
+        });
+    }
+    Ok(())
+}
+
+/// What job 9 needs of one skinned entity: a slot with the mesh's palette count, a remap
+/// table for its (rig, mesh) pair, a skin root bone inside the rig.
+///
+/// # Errors
+/// [`JobError::LengthMismatch`], [`JobError::MissingRemap`] or [`JobError::BoneOutOfRange`],
+/// naming `job` and the entity.
+pub(crate) fn check_skin(
+    job: &'static str,
+    entity: Entity,
+    rig: &RigRef,
+    skin: &SkinRef,
+    slot: &FrameSlot,
+    tables: &mut TableLookup<'_>,
+) -> Result<(), JobError> {
+    let mesh = &skin.mesh;
+    check_len(
+        job,
+        "slot palette count",
+        mesh.bone_count(),
+        slot.palette_count as usize,
+    )?;
+    if tables.get(&rig.0, mesh).is_none() {
+        return Err(JobError::MissingRemap {
+            entity,
+            mesh: mesh.name().to_string(),
+        });
+    }
+    if let Some(rb) = skin.root_bone
+        && rb.get() >= slot.bone_count as usize
+    {
+        return Err(JobError::BoneOutOfRange {
+            job,
+            entity: Some(entity),
+            bone: rb.get(),
+            bone_count: slot.bone_count as usize,
+        });
+    }
+    Ok(())
 }
 
 /// The remap tables of consecutive entities, looked up in the cache once per change of

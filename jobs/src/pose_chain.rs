@@ -23,7 +23,7 @@ use crate::j4_sample_blend::{EntitySampling, resolve_spans, sample_blend_entity_
 use crate::j6_root_motion::{has_root_motion, root_motion_one};
 use crate::j7_propagate::propagate_soa;
 use crate::j8_remap_cache::RemapCache;
-use crate::j9_skinning::{TableLookup, skin_entity};
+use crate::j9_skinning::{TableLookup, check_range, check_skin, skin_entity};
 use crate::math::soa::{LANES, SoaTransform};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
@@ -112,52 +112,14 @@ impl PoseChainJob<'_> {
                 s.bone_count as usize,
             )?;
             if let Some(model) = &self.model {
-                let end = (s.bone_offset + s.bone_count) as usize;
-                let base = self.model_base as usize;
-                if (s.bone_offset as usize) < base || end - base > model.len() {
-                    return Err(JobError::LengthMismatch {
-                        job: JOB,
-                        buffer: "model",
-                        expected: end,
-                        actual: base + model.len(),
-                    });
-                }
+                let base = self.model_base;
+                check_range(JOB, "model", s.bone_offset, s.bone_count, base, model.len())?;
             }
-            let pend = (s.palette_offset + s.palette_count) as usize;
-            let pbase = self.palette_base as usize;
-            if (s.palette_offset as usize) < pbase || pend - pbase > self.palette.len() {
-                return Err(JobError::LengthMismatch {
-                    job: JOB,
-                    buffer: "palette",
-                    expected: pend,
-                    actual: pbase + self.palette.len(),
-                });
-            }
-            let Some(skin) = self.skins.and_then(|k| k.get(i)) else {
-                check_len(JOB, "slot palette count", 0, s.palette_count as usize)?;
-                continue;
-            };
-            check_len(
-                JOB,
-                "slot palette count",
-                skin.mesh.bone_count(),
-                s.palette_count as usize,
-            )?;
-            if tables.get(&rig.0, &skin.mesh).is_none() {
-                return Err(JobError::MissingRemap {
-                    entity: self.entities[i],
-                    mesh: skin.mesh.name().to_string(),
-                });
-            }
-            if let Some(rb) = skin.root_bone
-                && rb.get() >= s.bone_count as usize
-            {
-                return Err(JobError::BoneOutOfRange {
-                    job: JOB,
-                    entity: Some(self.entities[i]),
-                    bone: rb.get(),
-                    bone_count: s.bone_count as usize,
-                });
+            let (base, len) = (self.palette_base, self.palette.len());
+            check_range(JOB, "palette", s.palette_offset, s.palette_count, base, len)?;
+            match self.skins.and_then(|k| k.get(i)) {
+                Some(skin) => check_skin(JOB, self.entities[i], rig, skin, s, &mut tables)?,
+                None => check_len(JOB, "slot palette count", 0, s.palette_count as usize)?,
             }
         }
         Ok(())

@@ -16,7 +16,7 @@ use sinew_jobs::component::{
 use sinew_jobs::frame::{LocalPoses, ModelPoses};
 use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
 use sinew_runtime::graph::{Access, FnNode, NodeError};
-use sinew_runtime::store::Store;
+use sinew_runtime::store::{Entity, Store};
 use std::f32::consts::FRAC_PI_2;
 use std::sync::Arc;
 
@@ -126,17 +126,7 @@ fn palette_point(p: &[f32; 12], v: Vec3) -> Vec3 {
 
 #[test]
 fn one_clip_at_half_time_matches_hand_computed_pose_model_and_palette() {
-    let rig = Arc::new(arm_rig());
-    let clip = Arc::new(bend(&rig));
-    let mesh = Arc::new(arm_mesh());
-    let mut store = Store::new();
-    let e = store
-        .spawn(animated(
-            rig.clone(),
-            vec![AnimationToProcess::new(clip).at(0.5)],
-        ))
-        .unwrap();
-    store.insert(e, SkinRef::new(mesh.clone())).unwrap();
+    let (mut store, e, mesh) = bending_arm(0.5);
     let mut animator = Animator::with(&mut store, staged_without_clocks(), |_, _| {}).unwrap();
     animator.run_frame(&mut store, 0.0).unwrap();
     let staged_palette = animator.palettes(&store).to_vec();
@@ -192,6 +182,19 @@ fn one_clip_at_half_time_matches_hand_computed_pose_model_and_palette() {
     assert_eq!(fused.palettes(&store), &staged_palette[..]);
     assert_eq!(store.resource::<ModelPoses>().unwrap().0, staged_model);
     assert!(store.resource::<LocalPoses>().unwrap().0.is_empty());
+}
+
+/// A store with one arm playing `bend` at `time`, skinned by the arm mesh.
+fn bending_arm(time: f32) -> (Store, Entity, Arc<SkinnedMesh>) {
+    let rig = Arc::new(arm_rig());
+    let clip = Arc::new(bend(&rig));
+    let mesh = Arc::new(arm_mesh());
+    let mut store = Store::new();
+    let e = store
+        .spawn(animated(rig, vec![AnimationToProcess::new(clip).at(time)]))
+        .unwrap();
+    store.insert(e, SkinRef::new(mesh.clone())).unwrap();
+    (store, e, mesh)
 }
 
 /// The default pipeline without the clock node (tests set times).
@@ -689,17 +692,7 @@ fn a_fused_chain_refuses_a_node_between_propagation_and_skinning() {
 
 #[test]
 fn fused_chain_without_kept_model_poses_gives_the_same_palettes_and_refuses_exposed_bones() {
-    let rig = Arc::new(arm_rig());
-    let clip = Arc::new(bend(&rig));
-    let mesh = Arc::new(arm_mesh());
-    let mut store = Store::new();
-    let e = store
-        .spawn(animated(
-            rig.clone(),
-            vec![AnimationToProcess::new(clip).at(0.25)],
-        ))
-        .unwrap();
-    store.insert(e, SkinRef::new(mesh)).unwrap();
+    let (mut store, e, _) = bending_arm(0.25);
     let keeping = PipelineConfig {
         pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
         ..without_clocks()
