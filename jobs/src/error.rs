@@ -162,3 +162,9 @@ pub(crate) fn check_len(
         })
     }
 }
+
+impl From<JobError> for sinew_runtime::graph::NodeError {
+    fn from(e: JobError) -> Self {
+        sinew_runtime::graph::NodeError::from_error(e)
+    }
+}

@@ -1,0 +1,242 @@
+//! Registers the nine jobs as graph nodes, with the frame buffers they share.
+//!
+//! ```text
+//!  [advance clocks] ─► 1 bone offsets ─► 2 prefix sum ─► 3 per-bone info ─► 4 sample + blend ─┬► 5 user curves
+//!                                                                                             └► 6 root motion ─► 7 propagate ─► 9 skinning
+//!                                                              8 remap cache (beside 1–7) ──────────────────────────────────────┘
+//! ```
+//!
+//! The graph is data: [`register`] returns the node ids, so a user can add a node (IK, a
+//! constraint) with edges `propagate → it → skinning` without editing the library.
+//!
+//! The nodes agree on one set of animated entities: those with [`RigRef`], [`Animations`],
+//! [`LayerWeights`] and [`FrameSlot`] (see [`AnimatedBundle`](crate::component::AnimatedBundle)).
+//! Their order in the flat buffers is the store's iteration order of that set.
+
+mod advance_clocks;
+mod bone_offsets;
+mod exposed_bones;
+mod frame_ranges;
+mod per_bone_info;
+mod pose_chain;
+mod prefix_sum;
+mod propagate;
+mod remap_cache;
+mod root_motion;
+mod sample_blend;
+mod skinning;
+mod user_curves;
+
+use crate::component::SAMPLING_BATCH;
+use crate::frame::{
+    BoneTable, FrameCounts, FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer,
+};
+use crate::j8_remap_cache::RemapCache;
+use advance_clocks::AdvanceClocksNode;
+use bone_offsets::BoneOffsetsNode;
+use exposed_bones::ExposedBonesNode;
+use per_bone_info::PerBoneInfoNode;
+use pose_chain::PoseChainNode;
+use prefix_sum::PrefixSumNode;
+use propagate::PropagateNode;
+use remap_cache::RemapCacheNode;
+use root_motion::RootMotionNode;
+use sample_blend::SampleBlendNode;
+use sinew_runtime::graph::{GraphBuildError, GraphBuilder, NodeId};
+use sinew_runtime::store::Store;
+use skinning::SkinningNode;
+use user_curves::UserCurvesNode;
+
+/// The frame time, read by the clock node and for root-motion velocity.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameTime {
+    /// Seconds since the previous frame.
+    pub dt: f32,
+}
+
+/// Options of [`register`].
+#[derive(Clone, Copy, Debug)]
+pub struct PipelineConfig {
+    /// Bones per parallel task in the sampling job (whole entities per task).
+    pub sampling_batch: usize,
+    /// Whether to add the clock node that advances every animation by [`FrameTime`] before
+    /// job 1 (`previous_time := time; time += speed · dt`). Without it the caller sets times.
+    pub advance_clocks: bool,
+    /// How jobs 4, 6, 7 and 9 run: fused entity by entity (the default) or as four nodes.
+    pub pose_chain: PoseChain,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        Self {
+            sampling_batch: SAMPLING_BATCH,
+            advance_clocks: true,
+            pose_chain: PoseChain::default(),
+        }
+    }
+}
+
+/// How the pipeline runs jobs 4 (sample + blend), 6 (root motion), 7 (propagate) and
+/// 9 (skinning). Both modes compute the same palettes, bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoseChain {
+    /// One node ([`crate::pose_chain`]) runs the four jobs entity by entity, each entity's
+    /// local pose (and model matrices, unless kept) in a per-worker scratch that stays in
+    /// cache: no crowd-sized [`LocalPoses`] written and read back. [`FrameSpans`] and
+    /// [`LocalPoses`] are left empty. Exposed bones are updated by a node after the chain, from
+    /// [`ModelPoses`], so they need `keep_model_poses` (without it, an exposed bone stops the
+    /// frame with an error that says so). Like Unity's "optimize game objects", model space
+    /// is written out only when asked: it is a crowd-sized buffer (64 bytes per bone) that
+    /// costs about a fifth of the frame in memory traffic at 10 000 characters.
+    Fused {
+        /// Whether the chain also writes every bone's model matrix to [`ModelPoses`] (for
+        /// exposed bones, attachments and nodes that read model poses after the chain).
+        keep_model_poses: bool,
+    },
+    /// Four nodes with [`LocalPoses`] and [`ModelPoses`] between them, so that a user node
+    /// can run between two of them (an IK step between 7 and 9, say).
+    Staged,
+}
+
+impl Default for PoseChain {
+    /// Fused, model matrices not kept (nothing in the pipeline reads them after job 9; turn
+    /// them on for exposed bones or nodes that read [`ModelPoses`]).
+    fn default() -> Self {
+        PoseChain::Fused {
+            keep_model_poses: false,
+        }
+    }
+}
+
+impl PoseChain {
+    /// Fused, with every bone's model matrix kept in [`ModelPoses`].
+    pub const FUSED_KEEPING_MODEL_POSES: Self = PoseChain::Fused {
+        keep_model_poses: true,
+    };
+}
+
+/// The ids of the pipeline's nodes, for adding edges to user nodes.
+#[derive(Clone, Copy, Debug)]
+pub struct PipelineNodes {
+    /// The clock node, when configured.
+    pub advance_clocks: Option<NodeId>,
+    /// Job 1.
+    pub bone_offsets: NodeId,
+    /// Job 2.
+    pub prefix_sum: NodeId,
+    /// Job 3.
+    pub per_bone_info: NodeId,
+    /// Job 4 (with [`PoseChain::Fused`], the chain node: jobs 4, 6, 7 and 9 are one node).
+    pub sample_blend: NodeId,
+    /// Job 5.
+    pub user_curves: NodeId,
+    /// Job 6 (the chain node when fused).
+    pub root_motion: NodeId,
+    /// Job 7 (the chain node when fused).
+    pub propagate: NodeId,
+    /// Job 8.
+    pub remap_cache: NodeId,
+    /// Job 9 (the chain node when fused).
+    pub skinning: NodeId,
+    /// The node that moves exposed bone entities (after job 7: its own node when fused, job
+    /// 7's node when staged).
+    pub exposed_bones: NodeId,
+}
+
+/// Inserts the frame buffers the nodes share (once, before the first frame; existing ones are
+/// kept).
+pub fn insert_resources(store: &mut Store) {
+    fn ensure<R: Send + Sync + 'static + Default>(store: &mut Store) {
+        if !store.contains_resource::<R>() {
+            store.insert_resource(R::default());
+        }
+    }
+    ensure::<FrameTime>(store);
+    ensure::<FrameCounts>(store);
+    ensure::<FrameOffsets>(store);
+    ensure::<BoneTable>(store);
+    ensure::<FrameSpans>(store);
+    ensure::<LocalPoses>(store);
+    ensure::<ModelPoses>(store);
+    ensure::<RemapCache>(store);
+    ensure::<PaletteBuffer>(store);
+}
+
+/// Adds the pipeline's nodes and edges to `builder`.
+///
+/// # Errors
+/// None from the pipeline itself; the builder's errors surface at `build()`. The `Result`
+/// leaves room for configuration checks.
+pub fn register(
+    builder: &mut GraphBuilder,
+    config: PipelineConfig,
+) -> Result<PipelineNodes, GraphBuildError> {
+    let advance_clocks = config
+        .advance_clocks
+        .then(|| builder.add_node(AdvanceClocksNode));
+    let bone_offsets = builder.add_node(BoneOffsetsNode);
+    let prefix_sum = builder.add_node(PrefixSumNode);
+    let per_bone_info = builder.add_node(PerBoneInfoNode);
+    let user_curves = builder.add_node(UserCurvesNode);
+    let remap_cache = builder.add_node(RemapCacheNode);
+    if let Some(a) = advance_clocks {
+        builder.add_edge(a, bone_offsets);
+    }
+    builder
+        .add_edge(bone_offsets, prefix_sum)
+        .add_edge(prefix_sum, per_bone_info);
+    let batch = config.sampling_batch.max(1);
+    match config.pose_chain {
+        PoseChain::Fused { keep_model_poses } => {
+            let chain = builder.add_node(PoseChainNode {
+                batch,
+                keep_model_poses,
+            });
+            let exposed_bones = builder.add_node(ExposedBonesNode);
+            builder
+                .add_edge(per_bone_info, chain)
+                .add_edge(per_bone_info, user_curves)
+                .add_edge(remap_cache, chain)
+                .add_edge(chain, exposed_bones);
+            Ok(PipelineNodes {
+                advance_clocks,
+                bone_offsets,
+                prefix_sum,
+                per_bone_info,
+                sample_blend: chain,
+                user_curves,
+                root_motion: chain,
+                propagate: chain,
+                remap_cache,
+                skinning: chain,
+                exposed_bones,
+            })
+        }
+        PoseChain::Staged => {
+            let sample_blend = builder.add_node(SampleBlendNode { batch });
+            let root_motion = builder.add_node(RootMotionNode);
+            let propagate = builder.add_node(PropagateNode);
+            let skinning = builder.add_node(SkinningNode);
+            builder
+                .add_edge(per_bone_info, sample_blend)
+                .add_edge(sample_blend, user_curves)
+                .add_edge(sample_blend, root_motion)
+                .add_edge(root_motion, propagate)
+                .add_edge(propagate, skinning)
+                .add_edge(remap_cache, skinning);
+            Ok(PipelineNodes {
+                advance_clocks,
+                bone_offsets,
+                prefix_sum,
+                per_bone_info,
+                sample_blend,
+                user_curves,
+                root_motion,
+                propagate,
+                remap_cache,
+                skinning,
+                exposed_bones: propagate,
+            })
+        }
+    }
+}

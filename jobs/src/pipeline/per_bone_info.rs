@@ -1,0 +1,63 @@
+//! Job 3's node: the bone table and each entity's frame slot.
+
+use crate::PerBoneInfoJob;
+use crate::component::{Animations, FrameSlot, LayerWeights, RigRef};
+use crate::frame::{BoneTable, FrameCounts, FrameOffsets, resize_frame_buffer};
+use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
+
+/// Job 3's node: the bone table, and each entity's [`FrameSlot`].
+#[derive(Debug)]
+pub(super) struct PerBoneInfoNode;
+
+impl Node for PerBoneInfoNode {
+    fn name(&self) -> &str {
+        "3 per-bone info"
+    }
+    fn access(&self) -> Access {
+        Access::new()
+            .read::<FrameCounts>()
+            .read::<FrameOffsets>()
+            .read::<RigRef>()
+            .read::<Animations>()
+            .read::<LayerWeights>()
+            .write::<FrameSlot>()
+            .write::<BoneTable>()
+    }
+    fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
+        let counts = ctx.resource::<FrameCounts>()?;
+        let offsets = ctx.resource::<FrameOffsets>()?;
+        let mut table = ctx.resource_mut::<BoneTable>()?;
+        resize_frame_buffer(&mut table.0, offsets.total.bones as usize);
+        let mut job = PerBoneInfoJob {
+            counts: &counts.0,
+            offsets: &offsets.offsets,
+            table: &mut table.0,
+        };
+        job.validate()?;
+        job.run();
+        let mut q = ctx
+            .query::<&mut FrameSlot>()?
+            .with::<RigRef>()
+            .with::<Animations>()
+            .with::<LayerWeights>();
+        let (counts, offsets) = (&counts.0, &offsets.offsets);
+        q.par_for_each_chunk(|chunk| {
+            let first = chunk.first_index();
+            for (row, slot) in chunk.into_columns().iter_mut().enumerate() {
+                let i = first + row;
+                let (c, o) = (
+                    counts.get(i).copied().unwrap_or_default(),
+                    offsets.get(i).copied().unwrap_or_default(),
+                );
+                *slot = FrameSlot {
+                    index: i as u32,
+                    bone_offset: o.bones,
+                    bone_count: c.bones,
+                    palette_offset: o.palette,
+                    palette_count: c.palette,
+                };
+            }
+        });
+        Ok(())
+    }
+}

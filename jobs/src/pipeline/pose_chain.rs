@@ -1,0 +1,128 @@
+//! Jobs 4, 6, 7 and 9 fused per entity: the default pose chain's node.
+
+use super::FrameTime;
+use super::frame_ranges::*;
+use crate::component::{
+    Animations, EntityTransform, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors,
+    SkinRef,
+};
+use crate::error::JobError;
+use crate::frame::{
+    FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer, PaletteEntry,
+    resize_frame_buffer, split_ranges,
+};
+use crate::j8_remap_cache::RemapCache;
+use crate::pose_chain::PoseChainJob;
+use glam::Affine3A;
+use rayon::prelude::*;
+use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
+use sinew_runtime::store::ScopedSlice;
+
+/// parallel through [`PoseChainJob`].
+#[derive(Debug)]
+pub(super) struct PoseChainNode {
+    pub(super) batch: usize,
+    pub(super) keep_model_poses: bool,
+}
+
+impl Node for PoseChainNode {
+    fn name(&self) -> &str {
+        "4·6·7·9 pose chain"
+    }
+    fn access(&self) -> Access {
+        Access::new()
+            .read::<RigRef>()
+            .read::<SkinRef>()
+            .read::<Animations>()
+            .read::<LayerWeights>()
+            .read::<FrameSlot>()
+            .read::<FrameOffsets>()
+            .read::<FrameTime>()
+            .read::<RemapCache>()
+            .write::<SamplingCursors>()
+            .write::<RootMotion>()
+            .write::<EntityTransform>()
+            .write::<ModelPoses>()
+            .write::<LocalPoses>()
+            .write::<FrameSpans>()
+            .write::<ScopedSlice<PaletteEntry>>()
+            .write::<PaletteBuffer>()
+    }
+    fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
+        // Local poses and spans live in the workers' scratch: nothing stale stays readable.
+        ctx.resource_mut::<LocalPoses>()?.0.clear();
+        ctx.resource_mut::<FrameSpans>()?.0.clear();
+        let dt = ctx.resource::<FrameTime>()?.dt;
+        let remap = ctx.resource::<RemapCache>()?;
+        let totals = ctx.resource::<FrameOffsets>()?.total;
+        let mut model = ctx.resource_mut::<ModelPoses>()?;
+        let mut scoped = ctx.scoped_slice_mut::<PaletteEntry>().ok();
+        let mut buffer = ctx.resource_mut::<PaletteBuffer>()?;
+        let palette = palette_target(scoped.as_deref_mut(), &mut buffer, totals.palette as usize)?;
+        let mut q = ctx.query::<(
+            &RigRef,
+            &Animations,
+            &LayerWeights,
+            &FrameSlot,
+            Option<&mut SamplingCursors>,
+            Option<&SkinRef>,
+            Option<&mut RootMotion>,
+            Option<&mut EntityTransform>,
+        )>()?;
+        let chunks = q.chunks();
+        let bone_ranges: Vec<(usize, usize)> = chunks
+            .iter()
+            .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), bone_range))
+            .collect();
+        let model_pieces: Vec<Option<&mut [Affine3A]>> = if self.keep_model_poses {
+            resize_frame_buffer(&mut model.0, totals.bones as usize);
+            split_ranges(&mut model.0, &bone_ranges)
+                .ok_or_else(|| NodeError::new("pose chain: bone ranges do not fit model poses"))?
+                .into_iter()
+                .map(Some)
+                .collect()
+        } else {
+            model.0.clear();
+            chunks.iter().map(|_| None).collect()
+        };
+        let palette_ranges: Vec<(usize, usize)> = chunks
+            .iter()
+            .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), palette_range))
+            .collect();
+        let palette_pieces = split_ranges(palette, &palette_ranges)
+            .ok_or_else(|| NodeError::new("pose chain: palette ranges do not fit the palette"))?;
+        let (remap, batch) = (&*remap, self.batch);
+        chunks
+            .into_par_iter()
+            .zip(model_pieces)
+            .zip(palette_pieces)
+            .zip(bone_ranges)
+            .zip(palette_ranges)
+            .try_for_each(|((((chunk, model), palette), bones), pal)| {
+                let (entities, parts) = chunk.into_parts();
+                let (rigs, animations, layer_weights, slots, cursors, skins, motion, transforms) =
+                    parts;
+                let job = PoseChainJob {
+                    entities,
+                    rigs,
+                    animations,
+                    layer_weights,
+                    slots,
+                    cursors,
+                    skins,
+                    motion,
+                    transforms,
+                    remap,
+                    model,
+                    model_base: bones.0 as u32,
+                    palette,
+                    palette_base: pal.0 as u32,
+                    dt,
+                };
+                job.validate()?;
+                job.run_parallel(batch);
+                Ok::<(), JobError>(())
+            })?;
+        Ok(())
+    }
+}
