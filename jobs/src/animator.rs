@@ -1,15 +1,18 @@
 //! [`Animator`]: the pipeline's graph with the calls an engine makes each frame.
 
-use crate::frame::{PaletteBuffer, PaletteEntry};
-use crate::pipeline::{FrameTime, PipelineConfig, PipelineNodes, insert_resources, register};
+use crate::component::FrameSlot;
+use crate::frame::{FrameOffsets, PaletteBuffer, PaletteDestination, PaletteEntry, PaletteOffsets};
+use crate::pipeline::{
+    FrameTime, PipelineConfig, PipelineNodes, insert_resources, register, register_layout,
+};
 use sinew_runtime::graph::{FrameError, Graph, GraphBuildError, GraphBuilder, NodeTiming};
-use sinew_runtime::store::Store;
+use sinew_runtime::store::{Entity, Store};
 
 /// The nine-job graph, built once, run every frame.
 ///
 /// ```
 /// use sinew_jobs::animator::Animator;
-/// use sinew_runtime::store::Store;
+/// use sinew_runtime::store::{Entity, Store};
 ///
 /// let mut store = Store::new();
 /// let mut animator = Animator::new(&mut store)?;
@@ -20,6 +23,8 @@ use sinew_runtime::store::Store;
 #[derive(Debug)]
 pub struct Animator {
     graph: Graph,
+    /// Jobs 1 to 3 alone, for [`Animator::layout`].
+    layout: Graph,
     nodes: PipelineNodes,
 }
 
@@ -47,8 +52,11 @@ impl Animator {
         let mut builder = GraphBuilder::new();
         let nodes = register(&mut builder, config)?;
         extend(&mut builder, &nodes);
+        let mut layout = GraphBuilder::new();
+        register_layout(&mut layout);
         Ok(Self {
             graph: builder.build()?,
+            layout: layout.build()?,
             nodes,
         })
     }
@@ -60,16 +68,21 @@ impl Animator {
     /// [`FrameError`] naming the node that failed.
     pub fn run_frame(&mut self, store: &mut Store, dt: f32) -> Result<(), FrameError> {
         set_dt(store, dt);
+        set_destination(store, PaletteDestination::Buffer);
         let r = self.graph.run(store);
         store.advance_frame();
         r
     }
 
     /// Runs one frame writing palettes straight into `palette` (mapped GPU memory, say); it
-    /// must hold at least [`Animator::palette_len`] entries.
+    /// must hold at least the frame's palette length ([`Animator::layout`] tells it before the
+    /// frame). The slice reaches the palette-writing node explicitly: if that node cannot
+    /// borrow it, or it is too short, the frame fails and says so; palettes never go elsewhere.
+    /// Entity `e`'s palette starts at [`PaletteOffsets::get`]`(e)` in it.
     ///
     /// # Errors
-    /// [`FrameError`] naming the node that failed (the skinning node when the slice is short).
+    /// [`FrameError`] naming the node that failed (the palette-writing node when the slice is
+    /// short or cannot be borrowed).
     pub fn run_frame_into(
         &mut self,
         store: &mut Store,
@@ -77,17 +90,45 @@ impl Animator {
         palette: &mut [PaletteEntry],
     ) -> Result<(), FrameError> {
         set_dt(store, dt);
+        set_destination(store, PaletteDestination::Lent);
         let graph = &mut self.graph;
         let r = store.with_scoped_slice(palette, |store| graph.run(store));
         store.advance_frame();
         r
     }
 
-    /// Palette entries the last frame produced (the total over the crowd).
+    /// Lays out the next frame's buffers without animating: runs jobs 1 to 3, so that the
+    /// palette length, each entity's [`FrameSlot`] and the [`PaletteOffsets`] instance table
+    /// are known before the frame (to size a mapped GPU buffer, say). The next frame lays out
+    /// the same way unless entities, animations, rigs or meshes change in between.
+    ///
+    /// ```
+    /// use sinew_jobs::animator::Animator;
+    /// use sinew_runtime::store::Store;
+    ///
+    /// let mut store = Store::new();
+    /// let mut animator = Animator::new(&mut store)?;
+    /// let layout = animator.layout(&mut store)?;
+    /// assert_eq!(layout.palette_len(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`FrameError`] naming the job that rejected its inputs (a clip for another rig, say).
+    pub fn layout<'s>(&mut self, store: &'s mut Store) -> Result<FrameLayout<'s>, FrameError> {
+        self.layout.run(store)?;
+        Ok(FrameLayout { store })
+    }
+
+    /// Palette entries of the last frame or [`Animator::layout`] (the total over the crowd).
     pub fn palette_len(&self, store: &Store) -> usize {
-        store
-            .resource::<crate::frame::FrameOffsets>()
-            .map_or(0, |o| o.total.palette as usize)
+        palette_len(store)
+    }
+
+    /// The instance table of the last frame or [`Animator::layout`]: each entity's first
+    /// palette entry, by entity index.
+    pub fn palette_offsets<'s>(&self, store: &'s Store) -> &'s PaletteOffsets {
+        palette_offsets(store)
     }
 
     /// The palettes of the last [`Animator::run_frame`].
@@ -97,7 +138,7 @@ impl Animator {
             .map_or(&[], |p| p.0.as_slice())
     }
 
-    /// Per-node timings of the last frame.
+    /// Per-node timings of the last frame, in the order the nodes started.
     pub fn timings(&self) -> &[NodeTiming] {
         self.graph.last_timings()
     }
@@ -119,5 +160,112 @@ fn set_dt(store: &mut Store, dt: f32) {
         Err(_) => {
             store.insert_resource(FrameTime { dt });
         }
+    }
+}
+
+/// The buffers' layout from [`Animator::layout`], valid until the store changes.
+#[derive(Debug)]
+pub struct FrameLayout<'s> {
+    store: &'s Store,
+}
+
+impl FrameLayout<'_> {
+    /// Palette entries over the crowd: the length of the slice for
+    /// [`Animator::run_frame_into`].
+    pub fn palette_len(&self) -> usize {
+        palette_len(self.store)
+    }
+
+    /// The entity's range in the palette (`offset..offset + count`), if it is animated and
+    /// skinned.
+    pub fn palette_range(&self, entity: Entity) -> Option<std::ops::Range<usize>> {
+        let slot = self.store.get::<FrameSlot>(entity).ok()?;
+        (slot.palette_count > 0).then(|| {
+            let start = slot.palette_offset as usize;
+            start..start + slot.palette_count as usize
+        })
+    }
+
+    /// The instance table: each entity's first palette entry, by entity index.
+    pub fn palette_offsets(&self) -> &PaletteOffsets {
+        palette_offsets(self.store)
+    }
+}
+
+fn set_destination(store: &mut Store, destination: PaletteDestination) {
+    match store.resource_mut::<PaletteDestination>() {
+        Ok(d) => *d = destination,
+        Err(_) => {
+            store.insert_resource(destination);
+        }
+    }
+}
+
+fn palette_len(store: &Store) -> usize {
+    store
+        .resource::<FrameOffsets>()
+        .map_or(0, |o| o.total.palette as usize)
+}
+
+fn palette_offsets(store: &Store) -> &PaletteOffsets {
+    static EMPTY: PaletteOffsets = PaletteOffsets::EMPTY;
+    store.resource::<PaletteOffsets>().unwrap_or(&EMPTY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asset::{RawBone, RawRig, RawSkinnedMesh, RawVertexInfluences, Transform};
+    use crate::component::skinned;
+    use glam::{Mat4, Vec3};
+    use std::sync::Arc;
+
+    fn one_bone_character(store: &mut Store) {
+        let rig = RawRig {
+            name: "stick".into(),
+            bones: vec![RawBone {
+                name: "root".into(),
+                parent: None,
+                rest: Transform::from_translation(Vec3::X),
+            }],
+        }
+        .bake()
+        .unwrap();
+        let mesh = RawSkinnedMesh {
+            name: "stick mesh".into(),
+            bones: vec![("root".into(), Mat4::IDENTITY)],
+            positions: vec![Vec3::ZERO],
+            normals: vec![],
+            influences: vec![RawVertexInfluences(vec![(0, 1.0)])],
+            indices: vec![],
+        }
+        .bake()
+        .unwrap();
+        store
+            .spawn(skinned(Arc::new(rig), Arc::new(mesh), vec![]))
+            .unwrap();
+    }
+
+    /// A frame that lends a palette slice which the palette-writing node cannot borrow fails
+    /// and writes nowhere; the store's buffer is not a silent fallback.
+    #[test]
+    fn a_lent_palette_that_cannot_be_borrowed_is_an_error() {
+        let mut store = Store::new();
+        one_bone_character(&mut store);
+        let mut animator = Animator::new(&mut store).unwrap();
+        animator.run_frame(&mut store, 0.0).unwrap();
+        assert_eq!(animator.palettes(&store).len(), 1);
+        store.resource_mut::<PaletteBuffer>().unwrap().0.clear();
+        // The destination says "lent", but no slice is lent for this run.
+        set_destination(&mut store, PaletteDestination::Lent);
+        let err = animator.graph.run(&mut store).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("palette slice cannot be borrowed")
+                && text.contains("no palette was written"),
+            "{text}"
+        );
+        assert_eq!(err.node(), Some("4·6·7·9 pose chain"));
+        assert!(animator.palettes(&store).is_empty());
     }
 }

@@ -321,13 +321,41 @@ impl Default for BoneWorld {
 
 /// The components every animated entity needs. Spawn it as it is and `insert` optional
 /// components afterwards, or destructure it into a longer flat tuple: a tuple nested in a
-/// bundle is refused by the store (`StoreError::NestedBundle`).
+/// bundle is refused by the store (`StoreError::NestedBundle`). A skinned character is
+/// [`skinned`], spawned in one call.
 pub type AnimatedBundle = (RigRef, Animations, LayerWeights, FrameSlot, SamplingCursors);
 
 /// Builds an [`AnimatedBundle`].
 pub fn animated(rig: Arc<Rig>, animations: Vec<AnimationToProcess>) -> AnimatedBundle {
     (
         RigRef(rig),
+        Animations::new(animations),
+        LayerWeights::default(),
+        FrameSlot::default(),
+        SamplingCursors::default(),
+    )
+}
+
+/// The components of an animated, skinned character: [`AnimatedBundle`] plus its mesh.
+pub type SkinnedBundle = (
+    RigRef,
+    SkinRef,
+    Animations,
+    LayerWeights,
+    FrameSlot,
+    SamplingCursors,
+);
+
+/// Builds a [`SkinnedBundle`]: `store.spawn(skinned(rig, mesh, animations))` spawns an
+/// animated, skinned character in one call.
+pub fn skinned(
+    rig: Arc<Rig>,
+    mesh: Arc<SkinnedMesh>,
+    animations: Vec<AnimationToProcess>,
+) -> SkinnedBundle {
+    (
+        RigRef(rig),
+        SkinRef::new(mesh),
         Animations::new(animations),
         LayerWeights::default(),
         FrameSlot::default(),

@@ -78,6 +78,13 @@ pub enum JobError {
         /// Where.
         what: String,
     },
+    /// The frame call lent a palette slice that the palette-writing node cannot borrow.
+    PaletteUnavailable {
+        /// The job.
+        job: &'static str,
+        /// The store's reason.
+        reason: String,
+    },
 }
 
 impl fmt::Display for JobError {
@@ -138,6 +145,10 @@ impl fmt::Display for JobError {
             Self::NotFinite { job, entity, what } => {
                 write!(f, "{job}: entity {entity:?}: {what} is not finite")
             }
+            Self::PaletteUnavailable { job, reason } => write!(
+                f,
+                "{job}: the frame's palette slice cannot be borrowed ({reason}); no palette was written"
+            ),
         }
     }
 }

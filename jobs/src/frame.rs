@@ -3,6 +3,7 @@
 
 use crate::asset::{KeySpan, Transform};
 use glam::Affine3A;
+use sinew_runtime::store::Entity;
 
 /// Per-entity sizes in the flat buffers (job 1 writes them, job 2 scans them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,8 +71,74 @@ pub struct ModelPoses(pub Vec<Affine3A>);
 #[derive(Clone, Debug, Default)]
 pub struct PaletteBuffer(pub Vec<[f32; 12]>);
 
-/// Marker type of the caller-supplied palette slice (`Store::with_scoped_slice::<[f32; 12], _>`).
+/// One palette entry: a float3x4, column-major (12 floats), as the skinning shader reads it.
 pub type PaletteEntry = [f32; 12];
+
+/// Where the frame's palettes go, set by the frame call and read by the node that writes
+/// them: the destination reaches that node explicitly, so a lent slice it cannot borrow is an
+/// error, never a silent write elsewhere.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum PaletteDestination {
+    /// The store's [`PaletteBuffer`], resized to the frame's total.
+    #[default]
+    Buffer,
+    /// The caller's slice, lent for the frame as the store's scoped slice of [`PaletteEntry`].
+    Lent,
+}
+
+/// The instance table: each entity's first palette entry in this frame's palette, indexed by
+/// [`Entity::index`], [`PaletteOffsets::NONE`] for indices without a palette (no skin, not
+/// animated, or no entity). Written by job 3 every frame, so an engine can upload
+/// [`PaletteOffsets::as_slice`] as it is and let its shader find each instance's palette from
+/// the entity index it already keeps, however churn has moved the ranges.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PaletteOffsets {
+    offsets: Vec<u32>,
+    /// The generation of the entity each entry belongs to, so that [`PaletteOffsets::get`]
+    /// does not answer for a despawned entity whose index was reused.
+    generations: Vec<u32>,
+}
+
+impl PaletteOffsets {
+    /// The entry of an index without a palette.
+    pub const NONE: u32 = u32::MAX;
+
+    pub(crate) const EMPTY: Self = Self {
+        offsets: Vec::new(),
+        generations: Vec::new(),
+    };
+
+    /// The entity's first palette entry, if it has a palette this frame.
+    pub fn get(&self, entity: Entity) -> Option<u32> {
+        let i = entity.index() as usize;
+        let offset = *self.offsets.get(i)?;
+        (offset != Self::NONE && self.generations.get(i) == Some(&entity.generation()))
+            .then_some(offset)
+    }
+
+    /// The table by entity index, for upload (one `u32` per index up to the highest animated
+    /// one).
+    pub fn as_slice(&self) -> &[u32] {
+        &self.offsets
+    }
+
+    /// Empties the table and sizes it for indices below `end`.
+    pub(crate) fn reset(&mut self, end: usize) {
+        self.offsets.clear();
+        self.offsets.resize(end, Self::NONE);
+        self.generations.clear();
+        self.generations.resize(end, 0);
+    }
+
+    /// Records `entity`'s first palette entry.
+    pub(crate) fn set(&mut self, entity: Entity, offset: u32) {
+        let i = entity.index() as usize;
+        if let (Some(o), Some(g)) = (self.offsets.get_mut(i), self.generations.get_mut(i)) {
+            *o = offset;
+            *g = entity.generation();
+        }
+    }
+}
 
 /// Cuts `buf` into consecutive pieces of the given lengths (the rest, if any, is dropped).
 /// Returns `None` when the lengths add up to more than `buf.len()`.

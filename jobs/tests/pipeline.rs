@@ -719,3 +719,66 @@ fn fused_chain_without_kept_model_poses_gives_the_same_palettes_and_refuses_expo
     assert_eq!(err.node(), Some("7 exposed bones"));
     assert!(err.to_string().contains("keep_model_poses"), "{err}");
 }
+
+/// The layout is known before the first frame, equals the frame's, and the instance table maps
+/// each entity to its palette range however churn has moved it; each survivor's palette there
+/// equals the same entity animated alone.
+#[test]
+fn layout_before_the_first_frame_and_the_instance_table_after_churn() {
+    use sinew_jobs::component::skinned;
+    let rig = Arc::new(arm_rig());
+    let clip = Arc::new(bend(&rig));
+    let mesh = Arc::new(arm_mesh());
+    let mut store = Store::new();
+    let spawn = |store: &mut Store, t: f32| {
+        let anims = vec![AnimationToProcess::new(clip.clone()).at(t)];
+        store
+            .spawn(skinned(rig.clone(), mesh.clone(), anims))
+            .unwrap()
+    };
+    let times = [0.1f32, 0.2, 0.3, 0.4, 0.5];
+    let entities: Vec<Entity> = times.iter().map(|&t| spawn(&mut store, t)).collect();
+    let mut animator = Animator::with(&mut store, without_clocks(), |_, _| {}).unwrap();
+
+    let layout = animator.layout(&mut store).unwrap();
+    assert_eq!(layout.palette_len(), 5 * mesh.bone_count());
+    let n = mesh.bone_count();
+    for (k, &e) in entities.iter().enumerate() {
+        assert_eq!(layout.palette_range(e), Some(k * n..(k + 1) * n));
+        assert_eq!(layout.palette_offsets().get(e), Some((k * n) as u32));
+    }
+
+    // Churn: despawn two, spawn one (it may reuse an index).
+    store.despawn(entities[1]).unwrap();
+    store.despawn(entities[3]).unwrap();
+    let newcomer = spawn(&mut store, 0.9);
+    let alive: Vec<(Entity, f32)> = [0, 2, 4]
+        .iter()
+        .map(|&k| (entities[k], times[k]))
+        .chain([(newcomer, 0.9)])
+        .collect();
+    let len = animator.layout(&mut store).unwrap().palette_len();
+    assert_eq!(len, 4 * n);
+    let mut palette = vec![[0.0f32; 12]; len];
+    animator
+        .run_frame_into(&mut store, 0.0, &mut palette)
+        .unwrap();
+    let table = animator.palette_offsets(&store).clone();
+    assert_eq!(table.get(entities[1]), None);
+    assert_eq!(table.get(entities[3]), None);
+    let mut starts: Vec<u32> = alive.iter().map(|&(e, _)| table.get(e).unwrap()).collect();
+    starts.sort_unstable();
+    assert_eq!(starts, [0, n as u32, 2 * n as u32, 3 * n as u32]);
+    for &(e, t) in &alive {
+        let at = table.get(e).unwrap() as usize;
+        let mut alone = Store::new();
+        spawn(&mut alone, t);
+        let mut single = Animator::with(&mut alone, without_clocks(), |_, _| {}).unwrap();
+        single.run_frame(&mut alone, 0.0).unwrap();
+        assert_eq!(
+            &palette[at..at + n],
+            single.palettes(&alone),
+            "entity {e:?}"
+        );
+    }
+}

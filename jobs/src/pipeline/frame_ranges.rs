@@ -3,11 +3,12 @@
 use crate::component::FrameSlot;
 use crate::error::JobError;
 use crate::frame::{
-    EntityCounts, FrameOffsets, PaletteBuffer, PaletteEntry, resize_frame_buffer, split_ranges,
+    EntityCounts, FrameOffsets, PaletteBuffer, PaletteDestination, PaletteEntry,
+    resize_frame_buffer, split_ranges,
 };
 use rayon::prelude::*;
-use sinew_runtime::graph::NodeError;
-use sinew_runtime::store::{QueryChunk, QueryParam};
+use sinew_runtime::graph::{NodeContext, NodeError};
+use sinew_runtime::store::{QueryChunk, QueryParam, ResMut, ScopedSliceGuard};
 
 /// The flat range `[start, end)` of the entities `first..first + len` in the buffer whose
 /// per-entity offsets `field` selects.
@@ -74,24 +75,54 @@ where
     Ok(())
 }
 
-/// Where this frame's palettes go: the caller's lent slice (at least `total` entries), else
-/// the [`PaletteBuffer`] resource resized to `total`.
-pub(super) fn palette_target<'b>(
-    scoped: Option<&'b mut [PaletteEntry]>,
-    buffer: &'b mut PaletteBuffer,
-    total: usize,
-) -> Result<&'b mut [PaletteEntry], NodeError> {
-    match scoped {
-        Some(s) if s.len() < total => Err(NodeError::from_error(JobError::LengthMismatch {
-            job: "skinning",
-            buffer: "palette slice",
-            expected: total,
-            actual: s.len(),
-        })),
-        Some(s) => Ok(s),
-        None => {
-            resize_frame_buffer(&mut buffer.0, total);
-            Ok(&mut buffer.0)
+/// The slice this frame's palettes go to, as [`PaletteDestination`] says: the caller's lent
+/// slice (at least `total` entries; the [`PaletteBuffer`] is emptied so that no stale palette
+/// stays readable there), or the [`PaletteBuffer`] resized to `total`. Holds the borrows.
+pub(super) struct PaletteTarget<'a> {
+    lent: Option<ScopedSliceGuard<'a, PaletteEntry>>,
+    buffer: ResMut<'a, PaletteBuffer>,
+}
+
+impl<'a> PaletteTarget<'a> {
+    /// Borrows the destination the frame call chose; `job` names the node in errors.
+    pub(super) fn borrow(ctx: &NodeContext<'a>, job: &'static str) -> Result<Self, NodeError> {
+        let destination = *ctx.resource::<PaletteDestination>()?;
+        let lent = match destination {
+            PaletteDestination::Buffer => None,
+            PaletteDestination::Lent => {
+                Some(ctx.scoped_slice_mut::<PaletteEntry>().map_err(|e| {
+                    JobError::PaletteUnavailable {
+                        job,
+                        reason: e.to_string(),
+                    }
+                })?)
+            }
+        };
+        let buffer = ctx.resource_mut::<PaletteBuffer>()?;
+        Ok(Self { lent, buffer })
+    }
+
+    /// The palette slice for `total` entries.
+    pub(super) fn slice(
+        &mut self,
+        job: &'static str,
+        total: usize,
+    ) -> Result<&mut [PaletteEntry], JobError> {
+        match self.lent.as_deref_mut() {
+            Some(s) if s.len() < total => Err(JobError::LengthMismatch {
+                job,
+                buffer: "palette slice",
+                expected: total,
+                actual: s.len(),
+            }),
+            Some(s) => {
+                self.buffer.0.clear();
+                Ok(s)
+            }
+            None => {
+                resize_frame_buffer(&mut self.buffer.0, total);
+                Ok(&mut self.buffer.0)
+            }
         }
     }
 }

@@ -30,6 +30,7 @@ mod user_curves;
 use crate::component::SAMPLING_BATCH;
 use crate::frame::{
     BoneTable, FrameCounts, FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer,
+    PaletteDestination, PaletteOffsets,
 };
 use crate::j8_remap_cache::RemapCache;
 use advance_clocks::AdvanceClocksNode;
@@ -160,6 +161,19 @@ pub fn insert_resources(store: &mut Store) {
     ensure::<ModelPoses>(store);
     ensure::<RemapCache>(store);
     ensure::<PaletteBuffer>(store);
+    ensure::<PaletteDestination>(store);
+    ensure::<PaletteOffsets>(store);
+}
+
+/// Adds jobs 1 to 3 alone (bone offsets → prefix sum → per-bone info): the layout of the
+/// frame's buffers, computed before a frame by [`Animator::layout`](crate::animator::Animator::layout).
+pub(crate) fn register_layout(builder: &mut GraphBuilder) {
+    let bone_offsets = builder.add_node(BoneOffsetsNode);
+    let prefix_sum = builder.add_node(PrefixSumNode);
+    let per_bone_info = builder.add_node(PerBoneInfoNode);
+    builder
+        .add_edge(bone_offsets, prefix_sum)
+        .add_edge(prefix_sum, per_bone_info);
 }
 
 /// Adds the pipeline's nodes and edges to `builder`.

@@ -8,8 +8,8 @@ use crate::component::{
 };
 use crate::error::JobError;
 use crate::frame::{
-    FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer, PaletteEntry,
-    resize_frame_buffer, split_ranges,
+    FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer, PaletteDestination,
+    PaletteEntry, resize_frame_buffer, split_ranges,
 };
 use crate::j8_remap_cache::RemapCache;
 use crate::pose_chain::PoseChainJob;
@@ -47,6 +47,7 @@ impl Node for PoseChainNode {
             .write::<FrameSpans>()
             .write::<ScopedSlice<PaletteEntry>>()
             .write::<PaletteBuffer>()
+            .read::<PaletteDestination>()
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         // Local poses and spans live in the workers' scratch: nothing stale stays readable.
@@ -56,9 +57,8 @@ impl Node for PoseChainNode {
         let remap = ctx.resource::<RemapCache>()?;
         let totals = ctx.resource::<FrameOffsets>()?.total;
         let mut model = ctx.resource_mut::<ModelPoses>()?;
-        let mut scoped = ctx.scoped_slice_mut::<PaletteEntry>().ok();
-        let mut buffer = ctx.resource_mut::<PaletteBuffer>()?;
-        let palette = palette_target(scoped.as_deref_mut(), &mut buffer, totals.palette as usize)?;
+        let mut target = PaletteTarget::borrow(ctx, "pose chain")?;
+        let palette = target.slice("pose chain", totals.palette as usize)?;
         let mut q = ctx.query::<(
             &RigRef,
             &Animations,

@@ -3,7 +3,7 @@
 use super::frame_ranges::*;
 use crate::SkinningJob;
 use crate::component::{Animations, FrameSlot, LayerWeights, RigRef, SkinRef};
-use crate::frame::{FrameOffsets, ModelPoses, PaletteBuffer, PaletteEntry};
+use crate::frame::{FrameOffsets, ModelPoses, PaletteBuffer, PaletteDestination, PaletteEntry};
 use crate::j8_remap_cache::RemapCache;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
 use sinew_runtime::store::ScopedSlice;
@@ -28,14 +28,14 @@ impl Node for SkinningNode {
             .read::<FrameOffsets>()
             .write::<ScopedSlice<PaletteEntry>>()
             .write::<PaletteBuffer>()
+            .read::<PaletteDestination>()
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         let model = ctx.resource::<ModelPoses>()?;
         let remap = ctx.resource::<RemapCache>()?;
         let total = ctx.resource::<FrameOffsets>()?.total.palette as usize;
-        let mut scoped = ctx.scoped_slice_mut::<PaletteEntry>().ok();
-        let mut buffer = ctx.resource_mut::<PaletteBuffer>()?;
-        let palette = palette_target(scoped.as_deref_mut(), &mut buffer, total)?;
+        let mut target = PaletteTarget::borrow(ctx, "skinning")?;
+        let palette = target.slice("skinning", total)?;
         let mut q = ctx
             .query::<(&RigRef, &SkinRef, &FrameSlot)>()?
             .with::<Animations>()

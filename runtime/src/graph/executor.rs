@@ -32,6 +32,9 @@ pub struct Graph {
     /// Per-frame countdown of unfinished predecessors, kept between frames to avoid allocating.
     remaining: Vec<AtomicUsize>,
     commands: CommandBuffer,
+    /// Node indices in dependency order (Kahn's algorithm, ties in insertion order): the order
+    /// of [`Graph::last_timings`].
+    order: Vec<usize>,
     timings: Vec<NodeTiming>,
     frame_time: Duration,
     last_report: Option<ApplyReport>,
@@ -158,10 +161,11 @@ impl Graph {
             .iter()
             .map(|ss| ss.iter().map(|&s| NodeId(s as u32)).collect())
             .collect();
-        let timings = names
+        let order = dependency_order(&successors, &in_degree);
+        let timings = order
             .iter()
-            .map(|name| NodeTiming {
-                name: name.clone(),
+            .map(|&i| NodeTiming {
+                name: names[i].clone(),
                 duration: Duration::ZERO,
                 started_at_offset: Duration::ZERO,
                 ran: false,
@@ -186,6 +190,7 @@ impl Graph {
             roots,
             remaining,
             commands: CommandBuffer::new(),
+            order,
             timings,
             frame_time: Duration::ZERO,
             last_report: None,
@@ -245,8 +250,8 @@ impl Graph {
             .failure
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
-        for (slot, timing) in self.slots.iter_mut().zip(&mut self.timings) {
-            let t = slot
+        for (&i, timing) in self.order.iter().zip(&mut self.timings) {
+            let t = self.slots[i]
                 .get_mut()
                 .unwrap_or_else(PoisonError::into_inner)
                 .timing;
@@ -293,7 +298,9 @@ impl Graph {
         self.last_report.as_ref()
     }
 
-    /// Per-node timings of the last frame, in node insertion order.
+    /// Per-node timings of the last frame, in dependency order: every node after its
+    /// predecessors, nodes that could run in either order in insertion order. The order is
+    /// fixed at build, so entries line up frame after frame.
     pub fn last_timings(&self) -> &[NodeTiming] {
         &self.timings
     }
@@ -332,4 +339,24 @@ impl Graph {
             .get(id.index())
             .map_or(&[], Vec::as_slice)
     }
+}
+
+/// Node indices with every node after its predecessors; among ready nodes the first inserted
+/// goes first. `successors` form a DAG (checked at build).
+fn dependency_order(successors: &[Vec<usize>], in_degree: &[usize]) -> Vec<usize> {
+    let mut remaining = in_degree.to_vec();
+    let mut ready: std::collections::BTreeSet<usize> = (0..remaining.len())
+        .filter(|&i| remaining[i] == 0)
+        .collect();
+    let mut order = Vec::with_capacity(remaining.len());
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &s in &successors[i] {
+            remaining[s] -= 1;
+            if remaining[s] == 0 {
+                ready.insert(s);
+            }
+        }
+    }
+    order
 }

@@ -53,6 +53,9 @@ fn chain_runs_in_order_every_frame() {
     assert_eq!(g.node_name(c), Some("c"));
     assert_eq!(g.node_id("a"), Some(a));
     assert_eq!(g.len(), 3);
+    // timings follow the dependency order, not the insertion order (c, a, b)
+    let names: Vec<&str> = g.last_timings().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
 }
 
 #[test]
@@ -376,7 +379,7 @@ fn runtime_borrow_flags_catch_conflicting_live_borrows() {
 }
 
 #[test]
-fn timings_are_recorded_in_insertion_order() {
+fn timings_record_duration_and_start() {
     let mut b = GraphBuilder::new();
     let slow = b.add_node(FnNode::new("slow", Access::new(), |_| {
         std::thread::sleep(Duration::from_millis(20));
@@ -621,9 +624,11 @@ fn a_long_chain_runs_in_order_on_any_thread_count() {
         assert_eq!(log.lock().unwrap().len(), 5);
         let t = g.last_timings();
         assert!(t.iter().all(|t| t.ran));
-        // every step started after its predecessor (the node added just before it) ended
+        // timings are in dependency order: step 0, step 1, ...; each started after the one
+        // before it ended
+        assert_eq!(t[0].name, "step 0");
         for w in t[..40].windows(2) {
-            assert!(w[0].started_at_offset >= w[1].started_at_offset + w[1].duration);
+            assert!(w[1].started_at_offset >= w[0].started_at_offset + w[0].duration);
         }
     }
 }
@@ -641,9 +646,9 @@ fn a_failure_inside_a_chain_stops_it_and_the_frame_ends() {
         assert!(err.to_string().contains("saw 5"), "{err}");
         assert_eq!(store.resource::<Counter>().unwrap().0, 5);
         let ran: Vec<bool> = g.last_timings()[..12].iter().map(|t| t.ran).collect();
-        // only step 0 (added last of the steps) ran
+        // only step 0 (added last of the steps, first in dependency order) ran
         assert_eq!(ran.iter().filter(|&&r| r).count(), 1);
-        assert!(ran[11]);
+        assert!(ran[0]);
     }
 }
 
