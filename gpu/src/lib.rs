@@ -10,6 +10,7 @@ pub mod baked;
 pub mod context;
 pub mod palette_ring;
 pub mod raster;
+#[cfg(feature = "rbf")]
 pub mod rbf;
 pub mod render;
 pub mod skin_pass;

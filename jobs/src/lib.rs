@@ -28,12 +28,15 @@
 
 pub mod animator;
 pub mod asset;
+#[cfg(feature = "baked")]
 pub mod bake_texture;
 pub mod builtin;
 pub mod component;
+#[cfg(feature = "rbf")]
 pub mod deform;
 pub mod error;
 pub mod frame;
+#[cfg(feature = "gltf")]
 pub mod import;
 pub mod j1_bone_offsets;
 pub mod j2_prefix_sum;

@@ -10,6 +10,7 @@ mod error;
 mod hash;
 mod mask;
 mod mesh;
+#[cfg(feature = "mesh-lod")]
 mod mesh_lod;
 mod registry;
 mod rig;
@@ -23,6 +24,7 @@ pub use error::BakeError;
 pub use hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 pub use mask::{AvatarMask, RawAvatarMask};
 pub use mesh::{MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh, SkinnedMeshBone};
+#[cfg(feature = "mesh-lod")]
 pub use mesh_lod::{MeshLod, lod_chain, point_triangle_distance, simplify_mesh};
 pub use registry::AssetRegistry;
 pub use rig::{BoneIndex, RawBone, RawRig, Rig};
