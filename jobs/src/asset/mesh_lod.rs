@@ -154,9 +154,8 @@ fn samples(a: DVec3, b: DVec3, c: DVec3) -> [DVec3; 7] {
 /// [`BakeError::Invalid`] for a target of zero triangles or a mesh without triangles, and the
 /// error of baking the result (not expected for a mesh that baked).
 pub fn simplify_mesh(mesh: &SkinnedMesh, target_triangles: usize) -> Result<MeshLod, BakeError> {
-    let asset = format!("mesh '{}'", mesh.name());
     let invalid = |reason: String| BakeError::Invalid {
-        asset: asset.clone(),
+        asset: format!("mesh '{}'", mesh.name()),
         reason,
     };
     if target_triangles == 0 {
@@ -165,181 +164,264 @@ pub fn simplify_mesh(mesh: &SkinnedMesh, target_triangles: usize) -> Result<Mesh
     if mesh.indices().len() < 3 {
         return Err(invalid("no triangles to simplify".into()));
     }
-    let positions = mesh.positions();
-    let n = positions.len();
-    // 1. Canonical vertex per identical attribute set, then position classes.
-    let key = |v: usize| {
-        let mut k: Vec<u32> = Vec::with_capacity(32);
-        k.extend(positions[v].to_array().map(f32::to_bits));
-        if let Some(nrm) = mesh.normals().get(v) {
-            k.extend(nrm.to_array().map(f32::to_bits));
-        }
-        for set in [mesh.joints().get(v), mesh.joints_extra().get(v)]
-            .into_iter()
-            .flatten()
-        {
-            k.extend_from_slice(set);
-        }
-        for set in [mesh.weights().get(v), mesh.weights_extra().get(v)]
-            .into_iter()
-            .flatten()
-        {
-            k.extend(set.map(f32::to_bits));
-        }
-        k
-    };
-    let mut canonical_of: HashMap<Vec<u32>, u32> = HashMap::new();
-    let mut canonical = Vec::with_capacity(n);
-    for v in 0..n {
-        canonical.push(*canonical_of.entry(key(v)).or_insert(v as u32));
-    }
-    let mut class_index: HashMap<[u32; 3], u32> = HashMap::new();
-    let mut class_of = vec![u32::MAX; n];
-    let mut class_pos: Vec<DVec3> = Vec::new();
-    let mut members: Vec<Vec<u32>> = Vec::new();
-    for v in 0..n {
-        if canonical[v] as usize != v {
-            continue;
-        }
-        let c = *class_index
-            .entry(positions[v].to_array().map(f32::to_bits))
-            .or_insert_with(|| {
-                class_pos.push(positions[v].as_dvec3());
-                members.push(Vec::new());
-                (class_pos.len() - 1) as u32
-            });
-        class_of[v] = c;
-        members[c as usize].push(v as u32);
-    }
-    let classes = class_pos.len();
-    let mut tris: Vec<[u32; 3]> = Vec::with_capacity(mesh.indices().len() / 3);
-    for t in mesh.indices().chunks_exact(3) {
-        let mut corners = [0u32; 3];
-        for (k, i) in t.iter().enumerate() {
-            corners[k] = *canonical
-                .get(*i as usize)
-                .ok_or_else(|| invalid(format!("triangle index {i} past {n} vertices")))?;
-        }
-        tris.push(corners);
-    }
-    let original_tris = tris.clone();
-    let cls = |v: u32| class_of[v as usize] as usize;
-    // 2. Quadrics and triangles around each class.
-    let mut quadrics: Vec<Quadric> = vec![[0.0; 10]; classes];
-    let mut class_tris: Vec<Vec<u32>> = vec![Vec::new(); classes];
-    let mut alive = vec![true; tris.len()];
-    let mut live = 0usize;
-    let mut edge_uses: HashMap<(usize, usize), (u32, u32)> = HashMap::new();
-    for (t, c) in tris.iter().enumerate() {
-        let k = c.map(cls);
-        if k[0] == k[1] || k[1] == k[2] || k[0] == k[2] {
-            alive[t] = false;
-            continue;
-        }
-        live += 1;
-        let p = k.map(|k| class_pos[k]);
-        let cross = (p[1] - p[0]).cross(p[2] - p[0]);
-        let area2 = cross.length();
-        if area2 > 0.0 {
-            let q = plane_quadric(cross / area2, p[0], area2 * 0.5);
-            for kk in k {
-                add(&mut quadrics[kk], &q);
+    let classes = PositionClasses::of(mesh);
+    let triangles = classes.triangles(mesh).map_err(invalid)?;
+    let mut collapser = Collapser::new(&classes, triangles.clone());
+    collapser.collapse_to(target_triangles);
+    let error = collapser.surface_error(mesh, &triangles);
+    simplified_mesh(mesh, &collapser, error)
+}
+
+/// Step 1: vertices with identical attributes merged, and position classes (seams).
+struct PositionClasses {
+    /// Per input vertex, the first vertex with the same attributes.
+    canonical: Vec<u32>,
+    /// Per canonical vertex, its position class (`u32::MAX` for merged vertices).
+    class_of: Vec<u32>,
+    /// Per class, its position.
+    position: Vec<DVec3>,
+    /// Per class, its canonical (attribute) vertices.
+    members: Vec<Vec<u32>>,
+}
+
+impl PositionClasses {
+    fn of(mesh: &SkinnedMesh) -> Self {
+        let positions = mesh.positions();
+        let n = positions.len();
+        let key = |v: usize| {
+            let mut k: Vec<u32> = Vec::with_capacity(32);
+            k.extend(positions[v].to_array().map(f32::to_bits));
+            if let Some(nrm) = mesh.normals().get(v) {
+                k.extend(nrm.to_array().map(f32::to_bits));
             }
-        }
-        for kk in k {
-            class_tris[kk].push(t as u32);
-        }
-        for e in 0..3 {
-            let (a, b) = (k[e], k[(e + 1) % 3]);
-            let entry = edge_uses
-                .entry((a.min(b), a.max(b)))
-                .or_insert((0, t as u32));
-            entry.0 += 1;
-            entry.1 = t as u32;
-        }
-    }
-    // Boundary edges: a plane through the edge, perpendicular to its triangle, weighted
-    // strongly so that open borders do not shrink.
-    for ((a, b), (uses, t)) in &edge_uses {
-        if *uses != 1 {
-            continue;
-        }
-        let k = tris[*t as usize].map(cls);
-        let p = k.map(|k| class_pos[k]);
-        let face = (p[1] - p[0]).cross(p[2] - p[0]);
-        let edge = class_pos[*b] - class_pos[*a];
-        let n = edge.cross(face);
-        let l = n.length();
-        if l > 0.0 {
-            let q = plane_quadric(n / l, class_pos[*a], 10.0 * edge.length_squared());
-            add(&mut quadrics[*a], &q);
-            add(&mut quadrics[*b], &q);
-        }
-    }
-    // 3. Collapses, cheapest first (lazy heap: entries carry both classes' versions).
-    let mut version = vec![0u32; classes];
-    let mut merged_into: Vec<u32> = (0..classes as u32).collect();
-    let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
-    let neighbours = |class_tris: &[Vec<u32>], alive: &[bool], tris: &[[u32; 3]], c: usize| {
-        let mut out: Vec<usize> = Vec::new();
-        for t in &class_tris[c] {
-            if !alive[*t as usize] {
+            for set in [mesh.joints().get(v), mesh.joints_extra().get(v)]
+                .into_iter()
+                .flatten()
+            {
+                k.extend_from_slice(set);
+            }
+            for set in [mesh.weights().get(v), mesh.weights_extra().get(v)]
+                .into_iter()
+                .flatten()
+            {
+                k.extend(set.map(f32::to_bits));
+            }
+            k
+        };
+        let mut canonical_of: HashMap<Vec<u32>, u32> = HashMap::new();
+        let canonical: Vec<u32> = (0..n)
+            .map(|v| *canonical_of.entry(key(v)).or_insert(v as u32))
+            .collect();
+        let mut class_index: HashMap<[u32; 3], u32> = HashMap::new();
+        let mut classes = Self {
+            canonical,
+            class_of: vec![u32::MAX; n],
+            position: Vec::new(),
+            members: Vec::new(),
+        };
+        for v in 0..n {
+            if classes.canonical[v] as usize != v {
                 continue;
             }
-            for v in tris[*t as usize] {
-                let k = class_of[v as usize] as usize;
+            let c = *class_index
+                .entry(positions[v].to_array().map(f32::to_bits))
+                .or_insert_with(|| {
+                    classes.position.push(positions[v].as_dvec3());
+                    classes.members.push(Vec::new());
+                    (classes.position.len() - 1) as u32
+                });
+            classes.class_of[v] = c;
+            classes.members[c as usize].push(v as u32);
+        }
+        classes
+    }
+
+    /// The mesh's triangles over canonical vertices.
+    fn triangles(&self, mesh: &SkinnedMesh) -> Result<Vec<[u32; 3]>, String> {
+        let n = self.canonical.len();
+        mesh.indices()
+            .chunks_exact(3)
+            .map(|t| {
+                let mut corners = [0u32; 3];
+                for (corner, i) in corners.iter_mut().zip(t) {
+                    *corner = *self
+                        .canonical
+                        .get(*i as usize)
+                        .ok_or_else(|| format!("triangle index {i} past {n} vertices"))?;
+                }
+                Ok(corners)
+            })
+            .collect()
+    }
+
+    /// The class of canonical vertex `v`.
+    fn of_vertex(&self, v: u32) -> usize {
+        self.class_of[v as usize] as usize
+    }
+}
+
+/// Steps 2 and 3: quadrics, the triangles around each class, and the collapses.
+struct Collapser<'c> {
+    classes: &'c PositionClasses,
+    /// Triangles over canonical vertices, rewritten as classes collapse.
+    triangles: Vec<[u32; 3]>,
+    alive: Vec<bool>,
+    /// Triangles alive.
+    live: usize,
+    quadrics: Vec<Quadric>,
+    /// Per class, the triangles around it (some may have died since).
+    around: Vec<Vec<u32>>,
+    /// Per class, bumped when its neighbourhood changes: older heap entries are stale.
+    version: Vec<u32>,
+    merged_into: Vec<u32>,
+    dead: Vec<bool>,
+    heap: BinaryHeap<Candidate>,
+}
+
+impl<'c> Collapser<'c> {
+    fn new(classes: &'c PositionClasses, triangles: Vec<[u32; 3]>) -> Self {
+        let count = classes.position.len();
+        let mut c = Self {
+            classes,
+            alive: vec![true; triangles.len()],
+            triangles,
+            live: 0,
+            quadrics: vec![[0.0; 10]; count],
+            around: vec![Vec::new(); count],
+            version: vec![0; count],
+            merged_into: (0..count as u32).collect(),
+            dead: vec![false; count],
+            heap: BinaryHeap::new(),
+        };
+        c.add_face_quadrics();
+        for class in 0..count {
+            for k in c.neighbours(class) {
+                c.push(class, k);
+            }
+        }
+        c
+    }
+
+    /// Area-weighted plane quadrics of the faces, and a perpendicular plane per open border
+    /// edge, weighted strongly so that open borders do not shrink.
+    fn add_face_quadrics(&mut self) {
+        let position = &self.classes.position;
+        let mut edge_uses: HashMap<(usize, usize), (u32, u32)> = HashMap::new();
+        for (t, corners) in self.triangles.iter().enumerate() {
+            let k = corners.map(|v| self.classes.of_vertex(v));
+            if k[0] == k[1] || k[1] == k[2] || k[0] == k[2] {
+                self.alive[t] = false;
+                continue;
+            }
+            self.live += 1;
+            let p = k.map(|k| position[k]);
+            let cross = (p[1] - p[0]).cross(p[2] - p[0]);
+            let area2 = cross.length();
+            if area2 > 0.0 {
+                let q = plane_quadric(cross / area2, p[0], area2 * 0.5);
+                for kk in k {
+                    add(&mut self.quadrics[kk], &q);
+                }
+            }
+            for kk in k {
+                self.around[kk].push(t as u32);
+            }
+            for e in 0..3 {
+                let (a, b) = (k[e], k[(e + 1) % 3]);
+                let entry = edge_uses
+                    .entry((a.min(b), a.max(b)))
+                    .or_insert((0, t as u32));
+                entry.0 += 1;
+                entry.1 = t as u32;
+            }
+        }
+        for ((a, b), (uses, t)) in &edge_uses {
+            if *uses != 1 {
+                continue;
+            }
+            let p = self.triangles[*t as usize].map(|v| position[self.classes.of_vertex(v)]);
+            let face = (p[1] - p[0]).cross(p[2] - p[0]);
+            let edge = position[*b] - position[*a];
+            let n = edge.cross(face);
+            let l = n.length();
+            if l > 0.0 {
+                let q = plane_quadric(n / l, position[*a], 10.0 * edge.length_squared());
+                add(&mut self.quadrics[*a], &q);
+                add(&mut self.quadrics[*b], &q);
+            }
+        }
+    }
+
+    /// Classes sharing a live triangle with class `c`.
+    fn neighbours(&self, c: usize) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for t in &self.around[c] {
+            if !self.alive[*t as usize] {
+                continue;
+            }
+            for v in self.triangles[*t as usize] {
+                let k = self.classes.of_vertex(v);
                 if k != c && !out.contains(&k) {
                     out.push(k);
                 }
             }
         }
         out
-    };
-    let push =
-        |heap: &mut BinaryHeap<_>, quadrics: &[Quadric], version: &[u32], u: usize, v: usize| {
-            let mut q = quadrics[u];
-            add(&mut q, &quadrics[v]);
-            let cost = eval(&q, class_pos[v]);
-            heap.push(Reverse((
-                cost.to_bits(),
-                u as u32,
-                v as u32,
-                version[u],
-                version[v],
-            )));
-        };
-    for c in 0..classes {
-        for k in neighbours(&class_tris, &alive, &tris, c) {
-            push(&mut heap, &quadrics, &version, c, k);
+    }
+
+    /// Queues the collapse `u → v` at its quadric cost.
+    fn push(&mut self, u: usize, v: usize) {
+        let mut q = self.quadrics[u];
+        add(&mut q, &self.quadrics[v]);
+        let cost = eval(&q, self.classes.position[v]);
+        self.heap.push(Reverse((
+            cost.to_bits(),
+            u as u32,
+            v as u32,
+            self.version[u],
+            self.version[v],
+        )));
+    }
+
+    /// Collapses, cheapest first, until `target` triangles are left or no legal collapse is.
+    fn collapse_to(&mut self, target: usize) {
+        while self.live > target {
+            let Some(Reverse((_, u, v, vu, vv))) = self.heap.pop() else {
+                break;
+            };
+            let (u, v) = (u as usize, v as usize);
+            if self.dead[u] || self.dead[v] || self.version[u] != vu || self.version[v] != vv {
+                continue;
+            }
+            let Some(seam_map) = self.seam_map(u, v) else {
+                continue;
+            };
+            if self.flips(u, v) {
+                continue;
+            }
+            self.collapse(u, v, &seam_map);
         }
     }
-    let mut dead = vec![false; classes];
-    while live > target_triangles {
-        let Some(Reverse((_, u, v, vu, vv))) = heap.pop() else {
-            break;
-        };
-        let (u, v) = (u as usize, v as usize);
-        if dead[u] || dead[v] || version[u] != vu || version[v] != vv {
-            continue;
-        }
-        // Seam rule: each attribute vertex of u that is used maps to exactly one of v's.
+
+    /// The seam rule: each attribute vertex of `u` that is used shares an edge with exactly one
+    /// attribute vertex of `v`, and no two with the same one. The pairs, or `None` if illegal.
+    fn seam_map(&self, u: usize, v: usize) -> Option<Vec<(u32, u32)>> {
         let mut map: Vec<(u32, u32)> = Vec::new();
-        let mut legal = true;
-        for a in &members[u] {
+        for a in &self.classes.members[u] {
             let mut target: Option<u32> = None;
             let mut used = false;
-            for t in &class_tris[u] {
-                let c = tris[*t as usize];
-                if !alive[*t as usize] || !c.contains(a) {
+            for t in &self.around[u] {
+                let c = self.triangles[*t as usize];
+                if !self.alive[*t as usize] || !c.contains(a) {
                     continue;
                 }
                 used = true;
                 for b in c {
-                    if cls(b) == v {
+                    if self.classes.of_vertex(b) == v {
                         match target {
                             None => target = Some(b),
                             Some(x) if x == b => {}
-                            Some(_) => legal = false,
+                            Some(_) => return None,
                         }
                     }
                 }
@@ -349,154 +431,172 @@ pub fn simplify_mesh(mesh: &SkinnedMesh, target_triangles: usize) -> Result<Mesh
             }
             match target {
                 Some(b) if !map.iter().any(|(_, x)| *x == b) => map.push((*a, b)),
-                _ => legal = false,
+                _ => return None,
             }
         }
-        if !legal {
-            continue;
-        }
-        // Flip rule: no remaining triangle around u turns over.
-        let flips = class_tris[u].iter().any(|t| {
-            let c = tris[*t as usize];
-            if !alive[*t as usize] || c.iter().any(|x| cls(*x) == v) {
+        Some(map)
+    }
+
+    /// The flip rule: whether moving `u` onto `v` turns over a remaining triangle around `u`.
+    fn flips(&self, u: usize, v: usize) -> bool {
+        let position = &self.classes.position;
+        let class = |x: u32| self.classes.of_vertex(x);
+        self.around[u].iter().any(|t| {
+            let c = self.triangles[*t as usize];
+            if !self.alive[*t as usize] || c.iter().any(|x| class(*x) == v) {
                 return false;
             }
-            let before = c.map(|x| class_pos[cls(x)]);
+            let before = c.map(|x| position[class(x)]);
             let after = c.map(|x| {
-                if cls(x) == u {
-                    class_pos[v]
+                if class(x) == u {
+                    position[v]
                 } else {
-                    class_pos[cls(x)]
+                    position[class(x)]
                 }
             });
             let n0 = (before[1] - before[0]).cross(before[2] - before[0]);
             let n1 = (after[1] - after[0]).cross(after[2] - after[0]);
             n0.dot(n1) <= 0.0
-        });
-        if flips {
-            continue;
-        }
-        let around = std::mem::take(&mut class_tris[u]);
-        for t in around {
+        })
+    }
+
+    /// Moves class `u` onto `v`: corners follow `seam_map`, degenerate triangles die, and the
+    /// collapses around `v` are queued again at their new costs.
+    fn collapse(&mut self, u: usize, v: usize, seam_map: &[(u32, u32)]) {
+        let classes = self.classes;
+        for t in std::mem::take(&mut self.around[u]) {
             let ti = t as usize;
-            if !alive[ti] {
+            if !self.alive[ti] {
                 continue;
             }
-            for x in tris[ti].iter_mut() {
-                if cls(*x) == u
-                    && let Some((_, b)) = map.iter().find(|(a, _)| a == x)
+            for x in self.triangles[ti].iter_mut() {
+                if classes.of_vertex(*x) == u
+                    && let Some((_, b)) = seam_map.iter().find(|(a, _)| a == x)
                 {
                     *x = *b;
                 }
             }
-            let k = tris[ti].map(cls);
+            let k = self.triangles[ti].map(|x| classes.of_vertex(x));
             if k[0] == k[1] || k[1] == k[2] || k[0] == k[2] || k.contains(&u) {
-                alive[ti] = false;
-                live -= 1;
-            } else if !class_tris[v].contains(&t) {
-                class_tris[v].push(t);
+                self.alive[ti] = false;
+                self.live -= 1;
+            } else if !self.around[v].contains(&t) {
+                self.around[v].push(t);
             }
         }
-        class_tris[v].retain(|t| alive[*t as usize]);
-        let qu = quadrics[u];
-        add(&mut quadrics[v], &qu);
-        dead[u] = true;
-        merged_into[u] = v as u32;
-        version[v] += 1;
-        for k in neighbours(&class_tris, &alive, &tris, v) {
-            version[k] += 1;
+        let alive = &self.alive;
+        self.around[v].retain(|t| alive[*t as usize]);
+        let qu = self.quadrics[u];
+        add(&mut self.quadrics[v], &qu);
+        self.dead[u] = true;
+        self.merged_into[u] = v as u32;
+        self.version[v] += 1;
+        let around_v = self.neighbours(v);
+        for &k in &around_v {
+            self.version[k] += 1;
         }
-        for k in neighbours(&class_tris, &alive, &tris, v) {
-            push(&mut heap, &quadrics, &version, v, k);
-            push(&mut heap, &quadrics, &version, k, v);
-            for m in neighbours(&class_tris, &alive, &tris, k) {
+        for &k in &around_v {
+            self.push(v, k);
+            self.push(k, v);
+            for m in self.neighbours(k) {
                 if m != v {
-                    push(&mut heap, &quadrics, &version, k, m);
+                    self.push(k, m);
                 }
             }
         }
     }
-    // 4. Error, both ways, against the triangles around where each corner ended.
-    let final_class = |mut c: usize| {
-        while merged_into[c] as usize != c {
-            c = merged_into[c] as usize;
+
+    /// The class `c` ended in.
+    fn final_class(&self, mut c: usize) -> usize {
+        while self.merged_into[c] as usize != c {
+            c = self.merged_into[c] as usize;
         }
         c
+    }
+
+    /// Step 4: the largest sampled distance, both ways, between the input triangles `original`
+    /// and the simplified ones around where each corner ended.
+    fn surface_error(&self, mesh: &SkinnedMesh, original: &[[u32; 3]]) -> f64 {
+        let positions = mesh.positions();
+        let pos = |v: u32| positions[v as usize].as_dvec3();
+        let class = |x: u32| self.classes.of_vertex(x);
+        let largest_distance = |samples_of: [u32; 3], candidates: &[[u32; 3]], error: &mut f64| {
+            for s in samples(pos(samples_of[0]), pos(samples_of[1]), pos(samples_of[2])) {
+                let d = candidates
+                    .iter()
+                    .map(|k| point_triangle_distance(s, pos(k[0]), pos(k[1]), pos(k[2])))
+                    .fold(f64::INFINITY, f64::min);
+                // No triangle around: the piece vanished (a small closed part).
+                if d.is_finite() {
+                    *error = error.max(d);
+                }
+            }
+        };
+        let mut error = 0.0f64;
+        let mut original_by_final: Vec<Vec<u32>> = vec![Vec::new(); self.classes.position.len()];
+        for (t, c) in original.iter().enumerate() {
+            let mut finals: Vec<usize> = c.iter().map(|x| self.final_class(class(*x))).collect();
+            finals.dedup();
+            for f in &finals {
+                if !original_by_final[*f].contains(&(t as u32)) {
+                    original_by_final[*f].push(t as u32);
+                }
+            }
+            let candidates: Vec<[u32; 3]> = finals
+                .iter()
+                .flat_map(|f| self.around[*f].iter())
+                .filter(|t| self.alive[**t as usize])
+                .map(|t| self.triangles[*t as usize])
+                .collect();
+            largest_distance(*c, &candidates, &mut error);
+        }
+        for (t, c) in self.triangles.iter().enumerate() {
+            if !self.alive[t] {
+                continue;
+            }
+            let candidates: Vec<[u32; 3]> = c
+                .iter()
+                .flat_map(|x| original_by_final[class(*x)].iter())
+                .map(|o| original[*o as usize])
+                .collect();
+            largest_distance(*c, &candidates, &mut error);
+        }
+        error
+    }
+}
+
+/// The output mesh: the input vertices the live triangles use, in input order.
+fn simplified_mesh(
+    mesh: &SkinnedMesh,
+    collapser: &Collapser<'_>,
+    error: f64,
+) -> Result<MeshLod, BakeError> {
+    let n = mesh.positions().len();
+    let live_triangles = || {
+        collapser
+            .triangles
+            .iter()
+            .zip(&collapser.alive)
+            .filter(|(_, alive)| **alive)
+            .map(|(c, _)| c)
     };
-    let pos = |v: u32| positions[v as usize].as_dvec3();
-    let mut error = 0.0f64;
-    let mut original_by_final: Vec<Vec<u32>> = vec![Vec::new(); classes];
-    for (t, c) in original_tris.iter().enumerate() {
-        let mut finals: Vec<usize> = c.iter().map(|x| final_class(cls(*x))).collect();
-        finals.dedup();
-        for f in &finals {
-            if !original_by_final[*f].contains(&(t as u32)) {
-                original_by_final[*f].push(t as u32);
-            }
-        }
-        let candidates: Vec<u32> = finals
-            .iter()
-            .flat_map(|f| class_tris[*f].iter().copied())
-            .filter(|t| alive[*t as usize])
-            .collect();
-        for s in samples(pos(c[0]), pos(c[1]), pos(c[2])) {
-            let d = candidates
-                .iter()
-                .map(|t| {
-                    let k = tris[*t as usize];
-                    point_triangle_distance(s, pos(k[0]), pos(k[1]), pos(k[2]))
-                })
-                .fold(f64::INFINITY, f64::min);
-            // No simplified triangle around: the piece vanished (a small closed part).
-            if d.is_finite() {
-                error = error.max(d);
-            }
+    let mut used = vec![false; n];
+    for c in live_triangles() {
+        for x in c {
+            used[*x as usize] = true;
         }
     }
-    for (t, c) in tris.iter().enumerate() {
-        if !alive[t] {
-            continue;
-        }
-        let candidates: Vec<u32> = c
-            .iter()
-            .flat_map(|x| original_by_final[cls(*x)].iter().copied())
-            .collect();
-        for s in samples(pos(c[0]), pos(c[1]), pos(c[2])) {
-            let d = candidates
-                .iter()
-                .map(|o| {
-                    let k = original_tris[*o as usize];
-                    point_triangle_distance(s, pos(k[0]), pos(k[1]), pos(k[2]))
-                })
-                .fold(f64::INFINITY, f64::min);
-            if d.is_finite() {
-                error = error.max(d);
-            }
-        }
-    }
-    // Output: the used input vertices, in input order.
     let mut new_index = vec![u32::MAX; n];
     let mut source_vertices = Vec::new();
-    let mut indices = Vec::with_capacity(live * 3);
-    let mut used = vec![false; n];
-    for (t, c) in tris.iter().enumerate() {
-        if alive[t] {
-            for x in c {
-                used[*x as usize] = true;
-            }
-        }
-    }
     for (v, u) in used.iter().enumerate() {
         if *u {
             new_index[v] = source_vertices.len() as u32;
             source_vertices.push(v as u32);
         }
     }
-    for (t, c) in tris.iter().enumerate() {
-        if alive[t] {
-            indices.extend(c.iter().map(|x| new_index[*x as usize]));
-        }
-    }
+    let indices = live_triangles()
+        .flat_map(|c| c.iter().map(|x| new_index[*x as usize]))
+        .collect();
     let influences = source_vertices
         .iter()
         .map(|v| {
@@ -518,7 +618,7 @@ pub fn simplify_mesh(mesh: &SkinnedMesh, target_triangles: usize) -> Result<Mesh
         })
         .collect();
     let raw = RawSkinnedMesh {
-        name: format!("{} (lod, {live} triangles)", mesh.name()),
+        name: format!("{} (lod, {} triangles)", mesh.name(), collapser.live),
         bones: mesh
             .bones()
             .iter()
@@ -526,7 +626,7 @@ pub fn simplify_mesh(mesh: &SkinnedMesh, target_triangles: usize) -> Result<Mesh
             .collect(),
         positions: source_vertices
             .iter()
-            .map(|v| positions[*v as usize])
+            .map(|v| mesh.positions()[*v as usize])
             .collect(),
         normals: if mesh.normals().len() == n {
             source_vertices
