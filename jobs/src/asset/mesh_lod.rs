@@ -219,14 +219,14 @@ impl PositionClasses {
             position: Vec::new(),
             members: Vec::new(),
         };
-        for v in 0..n {
+        for (v, p) in positions.iter().enumerate() {
             if classes.canonical[v] as usize != v {
                 continue;
             }
             let c = *class_index
-                .entry(positions[v].to_array().map(f32::to_bits))
+                .entry(p.to_array().map(f32::to_bits))
                 .or_insert_with(|| {
-                    classes.position.push(positions[v].as_dvec3());
+                    classes.position.push(p.as_dvec3());
                     classes.members.push(Vec::new());
                     (classes.position.len() - 1) as u32
                 });
