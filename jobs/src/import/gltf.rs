@@ -723,11 +723,7 @@ impl<'a> Importer<'a> {
             .name()
             .filter(|s| !s.is_empty())
             .map_or_else(|| format!("animation_{ai}"), str::to_string);
-        // Track sets by node, and the order in which nodes were first animated.
-        let mut bones: HashMap<usize, RawBoneTracks> = HashMap::new();
-        let mut bone_order: Vec<usize> = Vec::new();
-        let mut curves: Vec<RawCurve> = Vec::new();
-        let mut seen: HashSet<(usize, u8)> = HashSet::new();
+        let mut clip = ClipTracks::default();
         // The gltf crate's schema validation skips animation channels (only their sampler
         // index is checked), and `Target::node()` / `Target::property()` unwrap; so the
         // target is read from the JSON and checked here.
@@ -737,158 +733,263 @@ impl<'a> Importer<'a> {
             .animations
             .get(ai)
             .map_or(&[][..], |a| a.channels.as_slice());
-        let node_count = self.doc.nodes().len();
         for channel in anim.channels() {
             let ci = channel.index();
             let Some(target) = json_channels.get(ci).map(|c| &c.target) else {
                 continue;
             };
-            let node = target.node.value();
-            if node >= node_count {
-                return Err(ImportError::Animation {
-                    file: self.file.to_string(),
-                    animation: ai,
-                    channel: Some(ci),
-                    reason: format!("target node {node} out of range ({node_count} nodes)"),
-                });
-            }
-            let node_name = self.names.get(node).cloned().unwrap_or_default();
-            let ::gltf::json::validation::Checked::Valid(prop) = target.path else {
-                self.warnings.push(format!(
-                    "animation {ai} '{name}' channel {ci}: unknown target path: channel skipped"
-                ));
-                continue;
-            };
-            let prop_name = match prop {
-                Property::Translation => "translation",
-                Property::Rotation => "rotation",
-                Property::Scale => "scale",
-                Property::MorphTargetWeights => "weights",
-            };
-            if !seen.insert((node, prop as u8)) {
-                self.warnings.push(format!(
-                    "animation {ai} '{name}' channel {ci}: node '{node_name}' {prop_name} is animated by an earlier channel too; the later channel wins"
-                ));
-            }
-            let is_weights = prop == Property::MorphTargetWeights;
-            if !is_weights && node_to_bone.get(node).copied().flatten().is_none() {
-                self.warnings.push(format!(
-                    "animation {ai} '{name}' channel {ci}: node '{node_name}' is not in the default scene: channel skipped"
-                ));
-                continue;
-            }
-            let sampler = channel.sampler();
-            let interp = sampler.interpolation();
-            let aerr = |reason: String| ImportError::Animation {
+            let channel_err = |reason: String| ImportError::Animation {
                 file: self.file.to_string(),
                 animation: ai,
                 channel: Some(ci),
                 reason,
             };
-            let times = self
-                .reader
-                .floats(
-                    &sampler.input(),
-                    &format!("animation {ai} sampler {} input", sampler.index()),
-                    &[Dimensions::Scalar],
-                    false,
-                )?
-                .values;
-            if times.is_empty() {
-                return Err(aerr("sampler has no keys".into()));
+            let Some(target) =
+                self.channel_target(target, node_to_bone, &mut clip, &name, ai, ci)?
+            else {
+                continue;
+            };
+            let sampler = channel.sampler();
+            let times = self.key_times(&sampler, ai, &channel_err)?;
+            self.read_channel(&sampler, ai, times, &target, &mut clip, &channel_err)?;
+        }
+        Ok(clip.into_raw_clip(name))
+    }
+
+    /// The checked target of a channel, or `None` (with a warning) for a channel that is
+    /// skipped: an unknown path, or a node outside the default scene.
+    fn channel_target(
+        &mut self,
+        target: &::gltf::json::animation::Target,
+        node_to_bone: &[Option<BoneIndex>],
+        clip: &mut ClipTracks,
+        name: &str,
+        ai: usize,
+        ci: usize,
+    ) -> Result<Option<ChannelTarget>, ImportError> {
+        let node = target.node.value();
+        let node_count = self.doc.nodes().len();
+        if node >= node_count {
+            return Err(ImportError::Animation {
+                file: self.file.to_string(),
+                animation: ai,
+                channel: Some(ci),
+                reason: format!("target node {node} out of range ({node_count} nodes)"),
+            });
+        }
+        let node_name = self.names.get(node).cloned().unwrap_or_default();
+        let ::gltf::json::validation::Checked::Valid(property) = target.path else {
+            self.warnings.push(format!(
+                "animation {ai} '{name}' channel {ci}: unknown target path: channel skipped"
+            ));
+            return Ok(None);
+        };
+        let property_name = match property {
+            Property::Translation => "translation",
+            Property::Rotation => "rotation",
+            Property::Scale => "scale",
+            Property::MorphTargetWeights => "weights",
+        };
+        if !clip.seen.insert((node, property as u8)) {
+            self.warnings.push(format!(
+                "animation {ai} '{name}' channel {ci}: node '{node_name}' {property_name} is animated by an earlier channel too; the later channel wins"
+            ));
+        }
+        if property != Property::MorphTargetWeights
+            && node_to_bone.get(node).copied().flatten().is_none()
+        {
+            self.warnings.push(format!(
+                "animation {ai} '{name}' channel {ci}: node '{node_name}' is not in the default scene: channel skipped"
+            ));
+            return Ok(None);
+        }
+        Ok(Some(ChannelTarget {
+            node,
+            node_name,
+            property,
+        }))
+    }
+
+    /// A sampler's key times; `channel_err` places an empty or non-increasing list.
+    fn key_times(
+        &self,
+        sampler: &::gltf::animation::Sampler<'_>,
+        ai: usize,
+        channel_err: &dyn Fn(String) -> ImportError,
+    ) -> Result<Vec<f32>, ImportError> {
+        let times = self
+            .reader
+            .floats(
+                &sampler.input(),
+                &format!("animation {ai} sampler {} input", sampler.index()),
+                &[Dimensions::Scalar],
+                false,
+            )?
+            .values;
+        if times.is_empty() {
+            return Err(channel_err("sampler has no keys".into()));
+        }
+        if let Some(k) = times.windows(2).position(|w| w.first() >= w.get(1)) {
+            return Err(channel_err(format!(
+                "key time {} ({:?}) does not increase",
+                k + 1,
+                times.get(k + 1)
+            )));
+        }
+        Ok(times)
+    }
+
+    /// Reads a channel's output values into `clip`; `channel_err` places wrong counts or
+    /// values.
+    fn read_channel(
+        &self,
+        sampler: &::gltf::animation::Sampler<'_>,
+        ai: usize,
+        times: Vec<f32>,
+        target: &ChannelTarget,
+        clip: &mut ClipTracks,
+        channel_err: &dyn Fn(String) -> ImportError,
+    ) -> Result<(), ImportError> {
+        let interp = sampler.interpolation();
+        let n = times.len();
+        let cubic = interp == GInterp::CubicSpline;
+        let per_key = if cubic { 3 } else { 1 };
+        let what = format!("animation {ai} sampler {} output", sampler.index());
+        let output = sampler.output();
+        let (node, node_name) = (target.node, target.node_name.as_str());
+        match target.property {
+            Property::Translation | Property::Scale => {
+                let c = self
+                    .reader
+                    .floats(&output, &what, &[Dimensions::Vec3], false)?;
+                check_count(c.count(), n * per_key).map_err(channel_err)?;
+                let v: Vec<Vec3> = (0..c.count())
+                    .filter_map(|i| c.get::<3>(i))
+                    .map(Vec3::from_array)
+                    .collect();
+                let track = make_track(interp, times, v);
+                let slot = clip.tracks_for(node, node_name);
+                if target.property == Property::Translation {
+                    slot.translation = Some(track);
+                } else {
+                    slot.scale = Some(track);
+                }
             }
-            if let Some(k) = times.windows(2).position(|w| w.first() >= w.get(1)) {
-                return Err(aerr(format!(
-                    "key time {} ({:?}) does not increase",
-                    k + 1,
-                    times.get(k + 1)
-                )));
+            Property::Rotation => {
+                let c = self
+                    .reader
+                    .floats(&output, &what, &[Dimensions::Vec4], true)?;
+                check_count(c.count(), n * per_key).map_err(channel_err)?;
+                let v: Vec<Quat> = (0..c.count())
+                    .filter_map(|i| c.get::<4>(i))
+                    .map(Quat::from_array)
+                    .collect();
+                // Lengths are finite here (the reader rejects NaN and infinity).
+                let zero = v.iter().position(|q| q.length() <= 1e-6);
+                if let (false, Some(k)) = (cubic, zero) {
+                    return Err(channel_err(format!("rotation key {k} has zero length")));
+                }
+                clip.tracks_for(node, node_name).rotation = Some(make_track(interp, times, v));
             }
-            let n = times.len();
-            let cubic = interp == GInterp::CubicSpline;
-            let per_key = if cubic { 3 } else { 1 };
-            let out_what = format!("animation {ai} sampler {} output", sampler.index());
-            let out_acc = sampler.output();
-            match prop {
-                Property::Translation | Property::Scale => {
-                    let c = self
-                        .reader
-                        .floats(&out_acc, &out_what, &[Dimensions::Vec3], false)?;
-                    check_count(c.count(), n * per_key).map_err(&aerr)?;
-                    let v: Vec<Vec3> = (0..c.count())
-                        .filter_map(|i| c.get::<3>(i))
-                        .map(Vec3::from_array)
-                        .collect();
-                    let track = make_track(interp, times, v);
-                    let slot = tracks_for(&mut bones, &mut bone_order, node, &node_name);
-                    if prop == Property::Translation {
-                        slot.translation = Some(track);
-                    } else {
-                        slot.scale = Some(track);
-                    }
-                }
-                Property::Rotation => {
-                    let c = self
-                        .reader
-                        .floats(&out_acc, &out_what, &[Dimensions::Vec4], true)?;
-                    check_count(c.count(), n * per_key).map_err(&aerr)?;
-                    let v: Vec<Quat> = (0..c.count())
-                        .filter_map(|i| c.get::<4>(i))
-                        .map(Quat::from_array)
-                        .collect();
-                    // Lengths are finite here (the reader rejects NaN and infinity).
-                    let zero = v.iter().position(|q| q.length() <= 1e-6);
-                    if let (false, Some(k)) = (cubic, zero) {
-                        return Err(aerr(format!("rotation key {k} has zero length")));
-                    }
-                    let track = make_track(interp, times, v);
-                    tracks_for(&mut bones, &mut bone_order, node, &node_name).rotation =
-                        Some(track);
-                }
-                Property::MorphTargetWeights => {
-                    let c = self
-                        .reader
-                        .floats(&out_acc, &out_what, &[Dimensions::Scalar], true)?;
-                    let total = c.count();
-                    let m = total / (n * per_key);
-                    if m == 0 || m * n * per_key != total {
-                        return Err(aerr(format!(
-                            "{total} weight values is not a whole number of morph targets for {n} keys"
-                        )));
-                    }
-                    // Layout per key: [in tangents (m)], values (m), [out tangents (m)].
-                    for k in 0..m {
-                        let pick = |part: usize| -> Vec<f32> {
-                            (0..n)
-                                .filter_map(|key| {
-                                    c.values.get((key * per_key + part) * m + k).copied()
-                                })
-                                .collect()
-                        };
-                        let track = if cubic {
-                            RawTrack::hermite(times.clone(), pick(1), pick(0), pick(2))
-                        } else {
-                            make_track(interp, times.clone(), pick(0))
-                        };
-                        let curve_name = format!("{node_name}.weights[{k}]");
-                        curves.retain(|c| c.name != curve_name);
-                        curves.push(RawCurve {
-                            name: curve_name,
-                            track,
-                        });
-                    }
-                }
+            Property::MorphTargetWeights => {
+                let c = self
+                    .reader
+                    .floats(&output, &what, &[Dimensions::Scalar], true)?;
+                clip.morph_weight_curves(interp, &times, &c.values, node_name)
+                    .map_err(channel_err)?;
             }
         }
-        let bones = bone_order.iter().filter_map(|n| bones.remove(n)).collect();
-        Ok(RawClip {
+        Ok(())
+    }
+}
+
+/// A checked channel target.
+struct ChannelTarget {
+    node: usize,
+    node_name: String,
+    property: Property,
+}
+
+/// The tracks and curves of one clip as its channels are read.
+#[derive(Default)]
+struct ClipTracks {
+    /// Track sets by node.
+    bones: HashMap<usize, RawBoneTracks>,
+    /// The order in which nodes were first animated.
+    bone_order: Vec<usize>,
+    curves: Vec<RawCurve>,
+    /// (node, property) pairs seen, to warn when a later channel overrides an earlier one.
+    seen: HashSet<(usize, u8)>,
+}
+
+impl ClipTracks {
+    /// The track set of `node`, created on first use.
+    fn tracks_for(&mut self, node: usize, name: &str) -> &mut RawBoneTracks {
+        let order = &mut self.bone_order;
+        self.bones.entry(node).or_insert_with(|| {
+            order.push(node);
+            RawBoneTracks {
+                bone: name.to_string(),
+                translation: None,
+                rotation: None,
+                scale: None,
+            }
+        })
+    }
+
+    /// One curve `node.weights[k]` per morph target from a weights channel's `values`
+    /// (per key: [in tangents (m)], values (m), [out tangents (m)]).
+    fn morph_weight_curves(
+        &mut self,
+        interp: GInterp,
+        times: &[f32],
+        values: &[f32],
+        node_name: &str,
+    ) -> Result<(), String> {
+        let n = times.len();
+        let per_key = if interp == GInterp::CubicSpline { 3 } else { 1 };
+        let total = values.len();
+        let m = total / (n * per_key);
+        if m == 0 || m * n * per_key != total {
+            return Err(format!(
+                "{total} weight values is not a whole number of morph targets for {n} keys"
+            ));
+        }
+        for k in 0..m {
+            let pick = |part: usize| -> Vec<f32> {
+                (0..n)
+                    .filter_map(|key| values.get((key * per_key + part) * m + k).copied())
+                    .collect()
+            };
+            let track = if interp == GInterp::CubicSpline {
+                RawTrack::hermite(times.to_vec(), pick(1), pick(0), pick(2))
+            } else {
+                make_track(interp, times.to_vec(), pick(0))
+            };
+            let curve_name = format!("{node_name}.weights[{k}]");
+            self.curves.retain(|c| c.name != curve_name);
+            self.curves.push(RawCurve {
+                name: curve_name,
+                track,
+            });
+        }
+        Ok(())
+    }
+
+    fn into_raw_clip(mut self, name: String) -> RawClip {
+        let bones = self
+            .bone_order
+            .iter()
+            .filter_map(|n| self.bones.remove(n))
+            .collect();
+        RawClip {
             name,
             duration: None,
             looping: true,
             bones,
-            curves,
+            curves: self.curves,
             ..RawClip::default()
-        })
+        }
     }
 }
 
@@ -900,24 +1001,6 @@ fn check_count(actual: usize, expected: usize) -> Result<(), String> {
             "sampler output has {actual} elements, expected {expected}"
         ))
     }
-}
-
-/// The track set of `node` in the clip, created on first use.
-fn tracks_for<'b>(
-    bones: &'b mut HashMap<usize, RawBoneTracks>,
-    order: &mut Vec<usize>,
-    node: usize,
-    name: &str,
-) -> &'b mut RawBoneTracks {
-    bones.entry(node).or_insert_with(|| {
-        order.push(node);
-        RawBoneTracks {
-            bone: name.to_string(),
-            translation: None,
-            rotation: None,
-            scale: None,
-        }
-    })
 }
 
 /// A track from glTF output values: STEP and LINEAR take them as they are, CUBICSPLINE
