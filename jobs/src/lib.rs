@@ -1,28 +1,81 @@
-//! sinew-jobs: the animation half of sinew.
+//! sinew-jobs: the animation half of sinew — baked assets, the nine-job pipeline and the
+//! [`Animator`](animator::Animator) that runs it each frame.
 //!
-//! - [`asset`]: editable `Raw*` inputs, `bake()` into immutable runtime assets behind `Arc`
-//!   ([`asset::Rig`], [`asset::Clip`], [`asset::SkinnedMesh`], [`asset::AvatarMask`]) and a
-//!   content-hash dedup registry.
-//! - [`math`]: the transform type, Hermite/linear/step key evaluation and quaternion blending.
+//! - [`asset`]: editable `Raw*` inputs, `bake()` into immutable runtime assets shared behind
+//!   `Arc` ([`asset::Rig`], [`asset::Clip`], [`asset::SkinnedMesh`], [`asset::AvatarMask`]),
+//!   and a content-hash registry that deduplicates them.
+//! - [`component`]: what an animated entity carries ([`component::skinned`] spawns one).
+//! - The nine jobs, one module each (`j1_bone_offsets` … `j9_skinning`, plus [`pose_chain`],
+//!   jobs 4, 6, 7 and 9 fused per entity): structs with `validate()` and `run()` over borrowed
+//!   slices, usable on their own; [`pipeline`] registers them as graph nodes.
+//! - Units an embedder opts into with Cargo features: `gltf` (default; [`import`]), `rbf`
+//!   (`deform`), `baked` (`bake_texture`, `lod`) and `mesh-lod` (`asset::simplify_mesh`).
+//!
+//! A two-bone arm, a clip that bends its elbow by 90°, a mesh with one vertex at the tip, and
+//! the palette that skins it:
 //!
 //! ```
-//! use sinew_jobs::asset::{RawBone, RawRig, Transform};
-//! use glam::Vec3;
-//!
-//! let raw = RawRig {
-//!     name: "two bones".into(),
-//!     bones: vec![
-//!         RawBone { name: "root".into(), parent: None, rest: Transform::IDENTITY },
-//!         RawBone {
-//!             name: "tip".into(),
-//!             parent: Some(0),
-//!             rest: Transform::from_translation(Vec3::Y),
-//!         },
-//!     ],
+//! use glam::{Affine3A, Mat4, Quat, Vec3};
+//! use sinew_jobs::animator::Animator;
+//! use sinew_jobs::asset::{
+//!     RawBone, RawBoneTracks, RawClip, RawRig, RawSkinnedMesh, RawTrack, RawVertexInfluences,
+//!     Transform,
 //! };
-//! let rig = raw.bake()?;
-//! assert_eq!(rig.bone_count(), 2);
-//! # Ok::<(), sinew_jobs::asset::BakeError>(())
+//! use sinew_jobs::component::{AnimationToProcess, skinned};
+//! use sinew_runtime::store::Store;
+//! use std::f32::consts::FRAC_PI_2;
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let bone = |name: &str, parent, y| RawBone {
+//!     name: name.into(),
+//!     parent,
+//!     rest: Transform::from_translation(Vec3::Y * y),
+//! };
+//! let rig = Arc::new(
+//!     RawRig { name: "arm".into(), bones: vec![bone("root", None, 0.0), bone("elbow", Some(0), 1.0)] }
+//!         .bake()?,
+//! );
+//! let bend = RawClip {
+//!     name: "bend".into(),
+//!     looping: false,
+//!     bones: vec![RawBoneTracks {
+//!         bone: "elbow".into(),
+//!         translation: None,
+//!         rotation: Some(RawTrack::linear(
+//!             vec![0.0, 1.0],
+//!             vec![Quat::IDENTITY, Quat::from_rotation_z(FRAC_PI_2)],
+//!         )),
+//!         scale: None,
+//!     }],
+//!     ..Default::default()
+//! };
+//! let clip = Arc::new(bend.bake(&rig)?);
+//! let mesh = Arc::new(
+//!     RawSkinnedMesh {
+//!         name: "tip".into(),
+//!         bones: vec![("elbow".into(), Mat4::from_translation(-Vec3::Y))], // inverse bind
+//!         positions: vec![Vec3::new(0.0, 2.0, 0.0)],
+//!         normals: vec![],
+//!         influences: vec![RawVertexInfluences(vec![(0, 1.0)])],
+//!         indices: vec![],
+//!     }
+//!     .bake()?,
+//! );
+//!
+//! let mut store = Store::new();
+//! let arm = store.spawn(skinned(rig, mesh, vec![AnimationToProcess::new(clip).at(1.0)]))?;
+//! let mut animator = Animator::new(&mut store)?;
+//! let layout = animator.layout(&mut store)?; // sizes are known before the frame
+//! let mut palettes = vec![[0.0f32; 12]; layout.palette_len()]; // e.g. mapped GPU memory
+//! let range = layout.palette_range(arm).ok_or("the arm has a palette")?;
+//! animator.run_frame_into(&mut store, 0.0, &mut palettes)?;
+//!
+//! // Bent by 90° about Z at the elbow (0, 1, 0): the tip (0, 2, 0) moves to (-1, 1, 0).
+//! let tip = Affine3A::from_cols_array(&palettes[range.start]).transform_point3(Vec3::new(0.0, 2.0, 0.0));
+//! assert!((tip - Vec3::new(-1.0, 1.0, 0.0)).length() < 1e-5);
+//! # Ok(())
+//! # }
 //! ```
 #![forbid(unsafe_code)]
 

@@ -27,4 +27,4 @@ pub use mesh::{MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh,
 #[cfg(feature = "mesh-lod")]
 pub use mesh_lod::{MeshLod, lod_chain, point_triangle_distance, simplify_mesh};
 pub use registry::AssetRegistry;
-pub use rig::{BoneIndex, RawBone, RawRig, Rig};
+pub use rig::{BoneIndex, NO_PARENT, RawBone, RawRig, Rig};

@@ -30,11 +30,11 @@ pub(super) struct Components<T> {
 
 impl<T: Copy> Components<T> {
     /// Number of elements.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.values.len().checked_div(self.dims).unwrap_or(0)
     }
     /// Element `i` as an array (`None` when out of range or `N != dims`).
-    pub fn get<const N: usize>(&self, i: usize) -> Option<[T; N]> {
+    pub(crate) fn get<const N: usize>(&self, i: usize) -> Option<[T; N]> {
         if N != self.dims {
             return None;
         }
@@ -268,7 +268,7 @@ impl Reader<'_> {
 
     /// Reads float data: `FLOAT` components, or when `normalized_ok`, normalised integer
     /// components converted to `[0, 1]` / `[-1, 1]`. NaN and infinite values are errors.
-    pub fn floats(
+    pub(crate) fn floats(
         &self,
         acc: &Accessor<'_>,
         used_as: &str,
@@ -310,7 +310,7 @@ impl Reader<'_> {
     }
 
     /// Reads unsigned integer data of one of the `allowed_types` (not normalized).
-    pub fn uints(
+    pub(crate) fn uints(
         &self,
         acc: &Accessor<'_>,
         used_as: &str,

@@ -76,7 +76,7 @@ impl<T: Copy> SmallList<T> {
 }
 
 /// A list of borrow requests (what a query type names).
-pub type RequestList = SmallList<BorrowRequest>;
+pub(crate) type RequestList = SmallList<BorrowRequest>;
 
 impl RequestList {
     /// An empty request list.
