@@ -782,3 +782,46 @@ fn layout_before_the_first_frame_and_the_instance_table_after_churn() {
         );
     }
 }
+
+/// The staged graph prints the seed's edges (1 → 2 → 3 → 4 → {5, 6}; 6 → 7 → 9; 8 → 9); the
+/// fused one shows jobs 4, 6, 7 and 9 as one node, with job 5 beside it.
+#[test]
+fn the_printed_graph_has_the_seed_edges() {
+    let mut store = Store::new();
+    let staged_graph = Animator::with(&mut store, staged(), |_, _| {}).unwrap();
+    let mut edges = staged_graph.graph().edges();
+    edges.sort_unstable();
+    assert_eq!(
+        edges,
+        [
+            ("1 bone offsets", "2 prefix sum"),
+            ("2 prefix sum", "3 per-bone info"),
+            ("3 per-bone info", "4 sample + blend"),
+            ("4 sample + blend", "5 user curves"),
+            ("4 sample + blend", "6 root motion"),
+            ("6 root motion", "7 propagate"),
+            ("7 propagate", "9 skinning"),
+            ("8 remap cache", "9 skinning"),
+            ("advance clocks", "1 bone offsets"),
+        ]
+    );
+    let fused = Animator::new(&mut store).unwrap();
+    let text = fused.graph().to_string();
+    for line in [
+        "3 per-bone info -> 4·6·7·9 pose chain",
+        "3 per-bone info -> 5 user curves",
+        "8 remap cache -> 4·6·7·9 pose chain",
+        "4·6·7·9 pose chain -> 7 exposed bones",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing from\n{text}"
+        );
+    }
+    assert!(
+        fused
+            .graph()
+            .to_dot()
+            .contains("\"8 remap cache\" -> \"4·6·7·9 pose chain\";")
+    );
+}

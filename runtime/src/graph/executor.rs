@@ -339,6 +339,70 @@ impl Graph {
             .get(id.index())
             .map_or(&[], Vec::as_slice)
     }
+
+    /// The ordering edges `(before, after)` by node name, without those a longer path already
+    /// implies (the transitive reduction), sources in dependency order: what a reader needs to
+    /// see of the graph.
+    pub fn edges(&self) -> Vec<(&str, &str)> {
+        let n = self.names.len();
+        // reach[u][v]: v runs after u.
+        let mut reach = vec![vec![false; n]; n];
+        for &u in self.order.iter().rev() {
+            for &s in &self.successors[u] {
+                reach[u][s] = true;
+                let after_s = reach[s].clone();
+                for (r, t) in reach[u].iter_mut().zip(after_s) {
+                    *r |= t;
+                }
+            }
+        }
+        let mut edges = Vec::new();
+        for &u in &self.order {
+            let mut direct: Vec<usize> = self.successors[u]
+                .iter()
+                .copied()
+                .filter(|&v| !self.successors[u].iter().any(|&w| w != v && reach[w][v]))
+                .collect();
+            direct.sort_by_key(|v| self.order.iter().position(|o| o == v));
+            edges.extend(
+                direct
+                    .into_iter()
+                    .map(|v| (self.names[u].as_str(), self.names[v].as_str())),
+            );
+        }
+        edges
+    }
+
+    /// The graph in Graphviz DOT: every node, and the edges of [`Graph::edges`].
+    pub fn to_dot(&self) -> String {
+        let quote = |name: &str| format!("\"{}\"", name.replace('\\', "\\\\").replace('"', "\\\""));
+        let mut out = String::from("digraph frame {\n    rankdir=LR;\n");
+        for &i in &self.order {
+            out += &format!("    {};\n", quote(&self.names[i]));
+        }
+        for (a, b) in self.edges() {
+            out += &format!("    {} -> {};\n", quote(a), quote(b));
+        }
+        out + "}\n"
+    }
+}
+
+impl fmt::Display for Graph {
+    /// One line per ordering edge (`before -> after`, as [`Graph::edges`]), then nodes that
+    /// have none.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let edges = self.edges();
+        for (a, b) in &edges {
+            writeln!(f, "{a} -> {b}")?;
+        }
+        for &i in &self.order {
+            let name = self.names[i].as_str();
+            if !edges.iter().any(|(a, b)| *a == name || *b == name) {
+                writeln!(f, "{name}")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Node indices with every node after its predecessors; among ready nodes the first inserted

@@ -724,3 +724,31 @@ fn a_failing_branch_stops_the_other_branch_from_going_on() {
     assert_eq!(err.node(), Some("bad"));
     assert_eq!(ran_next.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn printed_edges_are_the_transitive_reduction() {
+    // a -> b -> c plus a -> c (implied), d alone; e reads what b writes (ordered b -> e).
+    let log: Log = Arc::default();
+    let mut b = GraphBuilder::new();
+    let a = b.add_node(logging("a", Access::new(), &log));
+    let m = b.add_node(logging("b", Access::new().write::<Counter>(), &log));
+    let c = b.add_node(logging("c", Access::new(), &log));
+    b.add_node(logging("d", Access::new(), &log));
+    b.add_node(logging(
+        "e \"quoted\"",
+        Access::new().read::<Counter>(),
+        &log,
+    ));
+    b.add_edge(a, m).add_edge(m, c).add_edge(a, c);
+    let g = b.build().unwrap();
+    assert_eq!(g.edges(), [("a", "b"), ("b", "c"), ("b", "e \"quoted\"")]);
+    assert_eq!(g.to_string(), "a -> b\nb -> c\nb -> e \"quoted\"\nd\n");
+    let dot = g.to_dot();
+    assert!(dot.starts_with("digraph frame {"), "{dot}");
+    assert!(dot.contains("    \"a\" -> \"b\";\n"), "{dot}");
+    assert!(
+        dot.contains("    \"b\" -> \"e \\\"quoted\\\"\";\n"),
+        "{dot}"
+    );
+    assert!(!dot.contains("\"a\" -> \"c\""), "{dot}");
+}
