@@ -143,6 +143,112 @@ pub fn has_root_motion(animations: &[AnimationToProcess]) -> bool {
         .any(|a| a.clip.root_motion() && a.blend == BlendMode::Override)
 }
 
+/// A rigid transform `x ↦ r·x + t` (a root pose without scale).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Rigid {
+    t: Vec3,
+    r: Quat,
+}
+
+impl Rigid {
+    const IDENTITY: Self = Self {
+        t: Vec3::ZERO,
+        r: Quat::IDENTITY,
+    };
+
+    fn of(pose: &Transform) -> Self {
+        Self {
+            t: pose.translation,
+            r: pose.rotation,
+        }
+    }
+
+    /// `self · other`: `other` first, then `self`.
+    fn then(self, other: Self) -> Self {
+        Self {
+            t: self.t + self.r * other.t,
+            r: (self.r * other.r).normalize(),
+        }
+    }
+
+    fn inverse(self) -> Self {
+        let r = self.r.conjugate();
+        Self {
+            t: -(r * self.t),
+            r,
+        }
+    }
+
+    /// `self` composed `k` times, by squaring: exact to rounding for any loop count.
+    fn pow(self, mut k: u64) -> Self {
+        let (mut base, mut acc) = (self, Self::IDENTITY);
+        while k > 0 {
+            if k & 1 == 1 {
+                acc = acc.then(base);
+            }
+            base = base.then(base);
+            k >>= 1;
+        }
+        acc
+    }
+}
+
+/// The root's motion from unwrapped clip time `from` to `to` (either order), as the delta
+/// `(translation, rotation)` that job 6 applies to the entity (`translation += rotation ·
+/// (delta_t · scale)`, `rotation = rotation · delta_r`).
+///
+/// With `T(t)` the root's clip-space pose and `T₀ = T(0)`, a looping clip continues each loop
+/// from where the last ended: the unwrapped pose is `U(w + k·D) = (T(D)·T₀⁻¹)ᵏ · T(w)`. The root
+/// bone is kept at `T₀` (in place) and the entity carries the rest, `E = E₀ · U(t) · T₀⁻¹`, so
+/// the delta is `T₀ · U(from)⁻¹ · U(to) · T₀⁻¹`. It is computed from the poses inside the loops
+/// (`T(w₀)⁻¹ · T(D) · (T₀⁻¹ · T(D))ᵐ⁻¹ · T₀⁻¹ · T(w₁)` when `m ≥ 1` loop ends lie between), never
+/// from far-away unwrapped poses, so it keeps its precision after any number of loops, and a
+/// turning root turns its path once, not twice. `start_end` gives `T(0)` and `T(D)` when the
+/// caller keeps them.
+pub(crate) fn root_delta(
+    clip: &Clip,
+    root: usize,
+    from: f32,
+    to: f32,
+    start_end: Option<(&Transform, &Transform)>,
+) -> (Vec3, Quat) {
+    if to < from {
+        let (t, r) = root_delta(clip, root, to, from, start_end);
+        let back = Rigid { t, r }.inverse();
+        return (back.t, back.r);
+    }
+    let bone = crate::asset::BoneIndex(root as u32);
+    let sample = |t: f32| Rigid::of(&clip.sample_bone(bone, t));
+    let d = clip.duration();
+    let (start, end) = match start_end {
+        Some((a, b)) => (Rigid::of(a), Rigid::of(b)),
+        None => (sample(0.0), sample(d)),
+    };
+    let local = if !clip.looping() || d <= 0.0 {
+        sample(from.clamp(0.0, d))
+            .inverse()
+            .then(sample(to.clamp(0.0, d)))
+    } else {
+        let (d64, from64, to64) = (f64::from(d), f64::from(from), f64::from(to));
+        let (k0, k1) = ((from64 / d64).floor(), (to64 / d64).floor());
+        let within = |t: f64, k: f64| ((t - k * d64) as f32).clamp(0.0, d);
+        let (p0, p1) = (sample(within(from64, k0)), sample(within(to64, k1)));
+        let loop_ends = (k1 - k0).clamp(0.0, u64::MAX as f64) as u64;
+        if loop_ends == 0 {
+            p0.inverse().then(p1)
+        } else {
+            let one_loop = start.inverse().then(end);
+            p0.inverse()
+                .then(end)
+                .then(one_loop.pow(loop_ends - 1))
+                .then(start.inverse())
+                .then(p1)
+        }
+    };
+    let delta = start.then(local).then(start.inverse());
+    (delta.t, delta.r)
+}
+
 /// Root translation and rotation of `clip` at unwrapped time `t`, continued across loops:
 /// `P(t) = T(wrap t) + k·(T(end) − T(start))` with `k` the number of completed loops.
 pub(crate) fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
@@ -212,8 +318,7 @@ fn extract(
         if w <= 0.0 {
             continue;
         }
-        let (t1, r1) = unwrapped_root(&a.clip, root, a.time);
-        let (t0, r0) = unwrapped_root(&a.clip, root, a.previous_time);
+        let (delta_t, delta_r) = root_delta(&a.clip, root, a.previous_time, a.time, None);
         let start = a
             .clip
             .sample_bone(crate::asset::BoneIndex(root as u32), 0.0);
@@ -221,9 +326,8 @@ fn extract(
             crate::asset::BoneIndex(root as u32),
             a.clip.wrap_time(a.time),
         );
-        let delta_r = (r1 * r0.conjugate()).normalize();
         let since_r = (now.rotation * start.rotation.conjugate()).normalize();
-        dt += (t1 - t0) * w;
+        dt += delta_t * w;
         st += (now.translation - start.translation) * w;
         dr += crate::math::quat_align(Vec4::W, delta_r) * w;
         sr += crate::math::quat_align(Vec4::W, since_r) * w;
