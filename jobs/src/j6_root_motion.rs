@@ -249,13 +249,8 @@ pub(crate) fn root_delta(
     (delta.t, delta.r)
 }
 
-/// Root translation and rotation of `clip` at unwrapped time `t`, continued across loops:
-/// `P(t) = T(wrap t) + k·(T(end) − T(start))` with `k` the number of completed loops.
-pub(crate) fn unwrapped_root(clip: &Clip, root: usize, t: f32) -> (Vec3, Quat) {
-    unwrapped_root_with(clip, root, t, None)
-}
-
-/// [`unwrapped_root`] with the root's samples at the clip's start and end given (they are
+/// The root's translation and rotation at unwrapped time `t` (each loop adding the clip's
+/// end-minus-start motion), with the root's samples at the clip's start and end given (they are
 /// sampled when `None` and needed), for callers that evaluate one clip many times.
 pub(crate) fn unwrapped_root_with(
     clip: &Clip,
