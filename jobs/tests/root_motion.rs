@@ -82,7 +82,7 @@ fn frame_times(seed: u64) -> impl Iterator<Item = f32> {
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         let u = (x >> 40) as f32 / (1u64 << 24) as f32;
-        Some(if x % 97 == 0 {
+        Some(if x.is_multiple_of(97) {
             2.37 * LOOP_SECONDS
         } else {
             1.0 / 240.0 + u * (1.0 / 20.0 - 1.0 / 240.0)
