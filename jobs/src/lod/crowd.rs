@@ -108,11 +108,13 @@ struct Member {
 /// let c = builtin::bake_character(&AssetRegistry::new())?;
 /// let dt = 1.0 / 60.0;
 /// let options = BakeTextureOptions::new(1.0 / dt, 8192);
-/// let mut lod = LodCrowd::new(LodSwitch::new(20.0, 2.0)?, &c.rig, &c.mesh, vec![c.walk.clone()], &options)?;
+/// let switch = LodSwitch::new(20.0, 2.0)?;
+/// let mut lod = LodCrowd::new(switch, &c.rig, &c.mesh, vec![c.walk.clone()], &options)?;
 /// let mut store = Store::new();
 /// let mut animator = Animator::new(&mut store)?;
 /// for x in [5.0, 50.0] {
-///     let e = store.spawn(animated(c.rig.clone(), vec![AnimationToProcess::new(c.walk.clone())]))?;
+///     let walk = AnimationToProcess::new(c.walk.clone());
+///     let e = store.spawn(animated(c.rig.clone(), vec![walk]))?;
 ///     store.insert(e, SkinRef::new(c.mesh.clone()))?;
 ///     store.insert(e, RootMotion::default())?;
 ///     store.insert(e, EntityTransform(Transform::from_translation(Vec3::new(x, 0.0, 0.0))))?;
@@ -126,7 +128,7 @@ struct Member {
 /// assert_eq!(lod.paths(), &[LodPath::Cpu, LodPath::Baked]);
 /// assert_eq!(animator.palette_len(&store), c.mesh.bone_count()); // the near one alone
 /// let far = lod.baked_instances().next().ok_or("no baked instance")?;
-/// let walked = far.world.translation.distance(Vec3::new(50.0, 0.0, 0.0));
+/// let walked = Vec3::from(far.world.translation).distance(Vec3::new(50.0, 0.0, 0.0));
 /// assert!(walked > 0.2); // 10 frames at 1.4 m/s, moved by root motion
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

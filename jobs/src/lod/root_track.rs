@@ -11,11 +11,14 @@ use glam::{Quat, Vec3};
 /// motion or `root` is not a bone of the clip's rig.
 ///
 /// A baked character (drawn from a texture baked with
-/// [`BakeTextureOptions::root_motion_in_place`](crate::bake_texture::BakeTextureOptions::root_motion_in_place)) keeps moving like a CPU one when its entity
+/// [`BakeTextureOptions::root_motion_in_place`]) keeps moving like a CPU one when its entity
 /// transform is advanced each frame as job 6 does:
 /// `translation += rotation · (delta_t · scale)`, `rotation = normalize(rotation · delta_r)`.
 /// Per frame, [`baked_root_pose`] at the new time alone (the previous frame's value kept)
 /// halves the work: the delta is `(t1 − t0, normalize(r1 · r0⁻¹))`.
+///
+/// [`BakeTextureOptions::root_motion_in_place`]:
+///     crate::bake_texture::BakeTextureOptions::root_motion_in_place
 pub fn baked_root_motion(clip: &Clip, root: BoneIndex, from: f32, to: f32) -> Option<(Vec3, Quat)> {
     let (t0, r0) = baked_root_pose(clip, root, from)?;
     let (t1, r1) = baked_root_pose(clip, root, to)?;
