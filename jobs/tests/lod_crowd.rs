@@ -381,3 +381,47 @@ fn bad_input_is_an_error_naming_the_entity() {
     assert_eq!(lod.path(walker), Some(LodPath::Cpu));
     assert_eq!(lod.time(), DT);
 }
+
+/// A baked character taken out of the crowd rejoins the pipeline where the baked tier left it
+/// (transform and playback time); the last character takes its index.
+#[test]
+fn removing_a_baked_character_puts_it_back_into_the_pipeline() {
+    use sinew_jobs::component::Animations;
+    let m = model();
+    let mut lod = crowd(&m, 10.0, 1.0);
+    let mut store = Store::new();
+    let mut animator = Animator::new(&mut store).unwrap();
+    let at = |z: f32| Transform::from_translation(Vec3::new(0.0, 0.0, z));
+    let near = spawn(&mut store, &m, &m.walk, 0.0, at(0.0));
+    let far = spawn(&mut store, &m, &m.walk, 0.0, at(50.0));
+    let farther = spawn(&mut store, &m, &m.run, 0.0, at(60.0));
+    for e in [near, far, farther] {
+        lod.add(&store, e).unwrap();
+    }
+    for _ in 0..30 {
+        frame(&mut lod, &mut animator, &mut store, Vec3::ZERO);
+    }
+    assert_eq!(lod.paths(), &[LodPath::Cpu, LodPath::Baked, LodPath::Baked]);
+    let bones = m.mesh.bone_count();
+    assert_eq!(animator.palette_len(&store), bones);
+    let world = lod.world(far).unwrap();
+    // Half a second of walking at 1.4 m/s, by the baked tier's root motion.
+    let walked = world.translation.distance(Vec3::new(0.0, 0.0, 50.0));
+    assert!((walked - 0.7).abs() < 0.1, "{walked}");
+
+    lod.remove(&mut store, far).unwrap();
+    assert_eq!(store.get::<EntityTransform>(far).unwrap().0, world);
+    let a = &store.get::<Animations>(far).unwrap().as_slice()[0];
+    assert!((a.time - 30.0 * DT).abs() < 1e-5, "{}", a.time);
+    assert_eq!(lod.entities().collect::<Vec<_>>(), vec![near, farther]);
+    assert_eq!(
+        (lod.path(far), lod.path(farther)),
+        (None, Some(LodPath::Baked))
+    );
+    assert!(matches!(
+        lod.remove(&mut store, far),
+        Err(LodCrowdError::NotInCrowd { .. })
+    ));
+    frame(&mut lod, &mut animator, &mut store, Vec3::ZERO);
+    assert_eq!(animator.palette_len(&store), 2 * bones);
+}
