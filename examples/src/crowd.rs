@@ -7,7 +7,6 @@ use glam::{Quat, Vec3};
 use rayon::ThreadPoolBuilder;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, SkinnedMesh, Transform, bone_hash};
-use sinew_jobs::bake_texture::LodSwitch;
 use sinew_jobs::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents,
@@ -15,6 +14,7 @@ use sinew_jobs::component::{
 };
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
+use sinew_jobs::lod::LodSwitch;
 use sinew_runtime::store::{Entity, Store};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -342,15 +342,14 @@ fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
     }
 }
 
-/// The clip (index into `clips`, the model's [`lod_clips`]) and start time of character `i` of
-/// a LOD crowd: one clip at speed 1, its phase on the bake's frame grid (`rate`); `None` when
-/// there are no clips.
+/// The animation of character `i` of a LOD crowd: one of `clips` (the model's [`lod_clips`]) at
+/// speed 1, its phase on the bake's frame grid (`rate`); `None` when there are no clips.
 fn lod_animation(
     model: &Model,
     clips: &[Arc<Clip>],
     i: u64,
     rate: f32,
-) -> Option<(u32, AnimationToProcess)> {
+) -> Option<AnimationToProcess> {
     let c = match &model.kind {
         // Walk or run by the same speed draw as the full crowd, idle for every tenth.
         ModelKind::Builtin { .. } if i.is_multiple_of(10) => 2,
@@ -359,7 +358,7 @@ fn lod_animation(
     };
     let clip = clips.get(c)?.clone();
     let phase = (hash01(i, 2) * clip.duration() * rate).floor() / rate;
-    Some((c as u32, AnimationToProcess::new(clip).at(phase)))
+    Some(AnimationToProcess::new(clip).at(phase))
 }
 
 /// Distance between neighbours of the crowd's grid, metres.
@@ -375,10 +374,7 @@ fn character(model: &Model, i: u64, grid: usize, lod: Option<(f32, &[Arc<Clip>])
     let heading = Quat::from_rotation_y(hash01(i, 6) * 0.3 - 0.15);
     let animations = match lod {
         None => animations_for(model, i),
-        Some((rate, clips)) => lod_animation(model, clips, i, rate)
-            .map(|(_, a)| a)
-            .into_iter()
-            .collect(),
+        Some((rate, clips)) => lod_animation(model, clips, i, rate).into_iter().collect(),
     };
     (
         RigRef(model.rig.clone()),
@@ -456,23 +452,17 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         (Some(distance), Some(rate)) => {
             let switch = LodSwitch::new(distance, opts.lod_hysteresis.unwrap_or(0.1 * distance))
                 .map_err(|e| format!("--lod: {e}"))?;
-            let (clip_of, starts): (Vec<u32>, Vec<f32>) = (0..opts.count as u64)
-                .map(|i| {
-                    lod_animation(&model, &clips, i, rate)
-                        .map(|(c, a)| (c, a.time))
-                        .ok_or_else(|| "--lod: the model has no clips".to_string())
-                })
-                .collect::<Result<Vec<_>, _>>()?
-                .into_iter()
-                .unzip();
+            if clips.is_empty() {
+                return Err("--lod: the model has no clips".into());
+            }
             Some(LodState::new(
                 switch,
                 &model.rig,
                 model.mesh.clone(),
                 clips.clone(),
                 rate,
-                clip_of,
-                &starts,
+                &store,
+                &entities,
                 grid,
                 opts.dt,
                 opts.lod_check,
@@ -524,7 +514,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             palette.resize(needed, [0.0; 12]);
         }
         let bookkeeping_before = match lod.as_mut() {
-            Some(l) => l.before(&mut store, &entities, frame)?,
+            Some(l) => l.before(&mut store, frame)?,
             None => Duration::ZERO,
         };
         let t0 = Instant::now();
@@ -534,7 +524,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         let pipeline = t0.elapsed();
         let elapsed = match lod.as_mut() {
             Some(l) => {
-                let after = l.after(&mut store, &entities, Some(&palette), frame)?;
+                let after = l.after(&mut store, Some(&palette), frame)?;
                 if frame > 0 {
                     l.record(pipeline, bookkeeping_before + after);
                 }
@@ -581,7 +571,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         println!();
     }
     if let Some(l) = &lod {
-        l.sync_transforms(&mut store, &entities)?;
+        l.sync_transforms(&mut store)?;
     }
     let mean_distance = if opts.churn == 0.0 {
         let total: f32 = entities
@@ -604,7 +594,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             &model,
             opts.dt,
             path,
-            lod.as_mut().map(|l| (l, &entities[..], opts.frames + 1)),
+            lod.as_mut().map(|l| (l, opts.frames + 1)),
         )?),
         None => None,
     };
@@ -690,15 +680,15 @@ fn render_png(
     model: &Model,
     dt: f32,
     path: &std::path::Path,
-    mut lod: Option<(&mut LodState, &[Entity], usize)>,
+    mut lod: Option<(&mut LodState, usize)>,
 ) -> Result<(String, Duration), String> {
     use sinew_gpu::context::GpuContext;
     use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
     use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
     let t0 = Instant::now();
     let ctx = GpuContext::new().map_err(|e| format!("--png: {e}"))?;
-    if let Some((l, entities, frame)) = lod.as_mut() {
-        l.before(store, entities, *frame)?;
+    if let Some((l, frame)) = lod.as_mut() {
+        l.before(store, *frame)?;
     }
     let entries = crowd_palette_len(store).map_err(|e| format!("--png: {e}"))?;
     let mut ring = PaletteRing::with_best_mode(&ctx, entries).map_err(|e| format!("--png: {e}"))?;
@@ -707,8 +697,8 @@ fn render_png(
     })
     .map_err(|e| format!("--png: {e}"))?
     .map_err(|e| format!("--png frame: {e}"))?;
-    if let Some((l, entities, frame)) = lod.as_mut() {
-        l.after(store, entities, None, *frame)?;
+    if let Some((l, frame)) = lod.as_mut() {
+        l.after(store, None, *frame)?;
     }
     let mut instances = Vec::new();
     let (mut lo, mut hi) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY));
@@ -736,7 +726,7 @@ fn render_png(
                 .render_ring(&ctx, &mut ring, &instances, &camera)
                 .map_err(|e| format!("--png: {e}"))?
         }
-        Some((l, _, _)) => render_both_tiers(&ctx, &mut renderer, &mut ring, &instances, l, model)?,
+        Some((l, _)) => render_both_tiers(&ctx, &mut renderer, &mut ring, &instances, l, model)?,
     };
     image
         .save_png(path)
@@ -768,8 +758,13 @@ fn render_both_tiers(
         .check_palette_bounds(instances, ring.len() as u64)
         .map_err(e)?;
     renderer.set_instances(ctx, instances).map_err(e)?;
-    let anim = BakedAnimationGpu::new(ctx, &lod.baked, &model.mesh, BakedTexelFormat::Rgba32Float)
-        .map_err(e)?;
+    let anim = BakedAnimationGpu::new(
+        ctx,
+        lod.crowd().texture(),
+        &model.mesh,
+        BakedTexelFormat::Rgba32Float,
+    )
+    .map_err(e)?;
     let (w, h) = (renderer.width(), renderer.height());
     let mut baked = BakedRenderer::with_color_format(ctx, &anim, w, h, COLOR_FORMAT).map_err(e)?;
     baked
@@ -786,7 +781,7 @@ fn render_both_tiers(
             depth: renderer.depth_view(),
         },
         camera.view_proj(w as f32 / h as f32),
-        lod.time(),
+        lod.crowd().time(),
     );
     renderer.encode_readback(&mut encoder);
     let sub = ctx.queue.submit([encoder.finish()]);

@@ -139,7 +139,7 @@ fn lod_eye(grid: usize, frame: usize) -> glam::Vec3 {
 
 #[test]
 fn lod_tiers_follow_the_distance_with_hysteresis_and_switches_keep_the_pose() {
-    use sinew_jobs::bake_texture::LodPath;
+    use sinew_jobs::lod::LodPath;
     let (distance, band) = (10.0f32, 2.0f32);
     let (near, far) = (distance - band / 2.0, distance + band / 2.0);
     let frames = 240;
@@ -314,7 +314,7 @@ fn without_lod_nothing_changes_and_bad_lod_options_are_one_line_errors() {
 #[test]
 fn lod_png_draws_both_tiers_in_one_image() {
     use sinew_gpu::render::Camera;
-    use sinew_jobs::bake_texture::LodPath;
+    use sinew_jobs::lod::LodPath;
     if sinew_gpu::context::GpuContext::new().is_err() {
         eprintln!("skipped: no GPU adapter (install mesa-vulkan-drivers for lavapipe)");
         return;

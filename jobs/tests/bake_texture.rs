@@ -7,13 +7,14 @@ use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, RawBone, RawRig, Rig, SkinnedMesh, Transform};
 use sinew_jobs::bake_texture::{
     BakeLayout, BakeTextureError, BakeTextureJob, BakeTextureOptions, BakedAnimationTexture,
-    LodClock, LodPath, LodSwitch, bake_animation_texture, plan,
+    bake_animation_texture, plan,
 };
 use sinew_jobs::builtin;
 use sinew_jobs::component::{
     AnimationToProcess, Animations, EntityTransform, FrameSlot, RootMotion, SkinRef, animated,
 };
 use sinew_jobs::import::import_gltf;
+use sinew_jobs::lod::{LodClock, LodPath, LodSwitch};
 use sinew_jobs::pipeline::PipelineConfig;
 use sinew_runtime::store::{Entity, Store};
 use std::path::PathBuf;
@@ -604,7 +605,7 @@ fn lod_hysteresis_prevents_flip_flopping() {
 /// cached `BakedRootTrack` gives the same root poses bit for bit.
 #[test]
 fn baked_root_motion_moves_a_character_as_job_6_does() {
-    use sinew_jobs::bake_texture::{BakedRootTrack, baked_root_motion, baked_root_pose};
+    use sinew_jobs::lod::{BakedRootTrack, baked_root_motion, baked_root_pose};
     let m = builtin_model();
     let root = m.rig.root();
     assert!(BakedRootTrack::new(&m.clips[0], root).is_none()); // idle: no root motion

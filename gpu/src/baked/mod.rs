@@ -155,6 +155,13 @@ impl BakedInstance {
     }
 }
 
+/// A baked-tier character of a [`LodCrowd`](sinew_jobs::lod::LodCrowd), drawn with no fade.
+impl From<sinew_jobs::lod::LodInstance> for BakedInstance {
+    fn from(i: sinew_jobs::lod::LodInstance) -> Self {
+        Self::new(i.world, i.clip, i.phase, i.speed)
+    }
+}
+
 /// Rows of an affine transform's 3x4 matrix.
 pub fn world_rows(m: &Affine3A) -> [[f32; 4]; 3] {
     let (x, y, z, t) = (
