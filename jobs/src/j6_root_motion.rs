@@ -249,48 +249,6 @@ pub(crate) fn root_delta(
     (delta.t, delta.r)
 }
 
-/// The root's translation and rotation at unwrapped time `t` (each loop adding the clip's
-/// end-minus-start motion), with the root's samples at the clip's start and end given (they are
-/// sampled when `None` and needed), for callers that evaluate one clip many times.
-pub(crate) fn unwrapped_root_with(
-    clip: &Clip,
-    root: usize,
-    t: f32,
-    start_end: Option<(&Transform, &Transform)>,
-) -> (Vec3, Quat) {
-    let bone = crate::asset::BoneIndex(root as u32);
-    let d = clip.duration();
-    if !clip.looping() || d <= 0.0 {
-        let s = clip.sample_bone(bone, t.clamp(0.0, d));
-        return (s.translation, s.rotation);
-    }
-    let loops = (f64::from(t) / f64::from(d)).floor();
-    let s = clip.sample_bone(bone, clip.wrap_time(t));
-    if loops == 0.0 {
-        return (s.translation, s.rotation);
-    }
-    let (start, end) = match start_end {
-        Some((a, b)) => (*a, *b),
-        None => (clip.sample_bone(bone, 0.0), clip.sample_bone(bone, d)),
-    };
-    let per_loop_t = end.translation - start.translation;
-    let per_loop_r = (end.rotation * start.rotation.conjugate()).normalize();
-    let k = loops.clamp(-1e6, 1e6) as i32;
-    let mut loop_r = Quat::IDENTITY;
-    // Loop rotations compose; a few loops per frame at most in practice, cap the work.
-    for _ in 0..k.unsigned_abs().min(64) {
-        loop_r = if k > 0 {
-            per_loop_r * loop_r
-        } else {
-            per_loop_r.conjugate() * loop_r
-        };
-    }
-    (
-        s.translation + per_loop_t * k as f32,
-        (loop_r * s.rotation).normalize(),
-    )
-}
-
 /// Blended (delta translation, delta rotation, translation since clip start, rotation since
 /// clip start) of the entity's root-motion animations; `None` when none plays.
 fn extract(

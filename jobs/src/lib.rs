@@ -100,6 +100,7 @@ pub mod j6_root_motion;
 pub mod j7_propagate;
 pub mod j8_remap_cache;
 pub mod j9_skinning;
+#[cfg(feature = "baked")]
 pub mod lod;
 pub mod math;
 pub mod pipeline;

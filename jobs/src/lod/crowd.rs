@@ -6,7 +6,7 @@ use crate::asset::{BoneIndex, Clip, Rig, SkinnedMesh, Transform};
 use crate::bake_texture::{BakeTextureOptions, BakedAnimationTexture, bake_animation_texture};
 use crate::component::{Animations, EntityTransform, RigRef, RootMotion, SkinRef};
 use crate::frame::PaletteEntry;
-use glam::{Affine3A, Quat, Vec3};
+use glam::{Affine3A, Vec3};
 use hashbrown::HashMap;
 use rayon::prelude::*;
 use sinew_runtime::store::{Entity, Store};
@@ -59,9 +59,6 @@ struct Member {
     affine: Affine3A,
     /// The components a baked character leaves the pipeline without.
     parked: Option<(Animations, SkinRef)>,
-    /// Root pose (job 6's unwrapped root) at the playback time of the last frame, so that a
-    /// frame samples only the new time.
-    root_pose: Option<(Vec3, Quat)>,
     /// Switched to baked this frame: it runs the pipeline once more and is parked after it.
     just_baked: bool,
 }
@@ -325,7 +322,6 @@ impl LodCrowd {
             world,
             affine: world.to_affine(),
             parked: None,
-            root_pose: None,
             just_baked: false,
         });
         self.positions.push(world.translation);
@@ -528,7 +524,6 @@ impl LodCrowd {
         let clocks = &self.clocks;
         self.members.par_iter_mut().enumerate().for_each(|(i, m)| {
             if paths.get(i) != Some(&LodPath::Baked) || m.just_baked || !m.moves {
-                m.root_pose = None;
                 return;
             }
             let c = m.clip as usize;
@@ -537,14 +532,10 @@ impl LodCrowd {
             else {
                 return;
             };
-            let (t0, r0) = m
-                .root_pose
-                .unwrap_or_else(|| track.pose(clip, k.baked_time(g - dt)));
-            let (t1, r1) = track.pose(clip, k.baked_time(g));
+            let (delta_t, delta_r) = track.motion(clip, k.baked_time(g - dt), k.baked_time(g));
             let w = &mut m.world;
-            w.translation += w.rotation * ((t1 - t0) * w.scale);
-            w.rotation = (w.rotation * (r1 * r0.conjugate()).normalize()).normalize();
-            m.root_pose = Some((t1, r1));
+            w.translation += w.rotation * (delta_t * w.scale);
+            w.rotation = (w.rotation * delta_r).normalize();
             m.affine = w.to_affine();
         });
     }

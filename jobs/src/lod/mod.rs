@@ -16,5 +16,5 @@ mod switch;
 
 pub use crowd::{LodCrowd, LodInstance, TierSwitch};
 pub use error::LodCrowdError;
-pub use root_track::{BakedRootTrack, baked_root_motion, baked_root_pose};
+pub use root_track::{BakedRootTrack, baked_root_motion};
 pub use switch::{LodClock, LodError, LodPath, LodSwitch, LodTransition};

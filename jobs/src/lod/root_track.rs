@@ -1,11 +1,12 @@
-//! Root motion of baked characters: the root bone's unwrapped track, sampled as job 6 samples
-//! it, so that a character drawn from a texture baked in place moves as it would on the CPU.
+//! Root motion of baked characters: the root bone's motion between two playback times,
+//! computed as job 6 computes it, so that a character drawn from a texture baked in place
+//! moves as it would on the CPU.
 
 use crate::asset::{BoneIndex, Clip, Transform};
 use glam::{Quat, Vec3};
 
 /// Root motion of a baked character playing `clip` from playback time `from` to `to`: the
-/// root bone's translation delta (clip space, before the entity's rotation and scale) and
+/// translation delta (in the root's start frame, before the entity's rotation and scale) and
 /// rotation delta, continued across loops, exactly as job 6 extracts it for an entity playing
 /// `clip` alone (one layer-0 override animation of weight 1). `None` when the clip has no root
 /// motion or `root` is not a bone of the clip's rig.
@@ -14,26 +15,16 @@ use glam::{Quat, Vec3};
 /// [`BakeTextureOptions::root_motion_in_place`]) keeps moving like a CPU one when its entity
 /// transform is advanced each frame as job 6 does:
 /// `translation += rotation · (delta_t · scale)`, `rotation = normalize(rotation · delta_r)`.
-/// Per frame, [`baked_root_pose`] at the new time alone (the previous frame's value kept)
-/// halves the work: the delta is `(t1 − t0, normalize(r1 · r0⁻¹))`.
 ///
 /// [`BakeTextureOptions::root_motion_in_place`]:
 ///     crate::bake_texture::BakeTextureOptions::root_motion_in_place
 pub fn baked_root_motion(clip: &Clip, root: BoneIndex, from: f32, to: f32) -> Option<(Vec3, Quat)> {
-    let (t0, r0) = baked_root_pose(clip, root, from)?;
-    let (t1, r1) = baked_root_pose(clip, root, to)?;
-    Some((t1 - t0, (r1 * r0.conjugate()).normalize()))
+    BakedRootTrack::new(clip, root).map(|r| r.motion(clip, from, to))
 }
 
-/// The root bone's translation and rotation at unwrapped playback time `t`, continued across
-/// loops (each completed loop adds the clip's end-minus-start motion), as job 6 computes it;
-/// `None` when the clip has no root motion or `root` is not a bone of the clip's rig.
-pub fn baked_root_pose(clip: &Clip, root: BoneIndex, t: f32) -> Option<(Vec3, Quat)> {
-    BakedRootTrack::new(clip, root).map(|r| r.pose(clip, t))
-}
-
-/// The root's samples at a clip's start and end, kept so that [`BakedRootTrack::pose`] samples
-/// the clip once per call instead of three times ([`baked_root_pose`] without the cache).
+/// The root's samples at a clip's start and end, kept so that [`BakedRootTrack::motion`]
+/// samples the clip twice per call instead of four times ([`baked_root_motion`] without the
+/// cache).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BakedRootTrack {
     root: BoneIndex,
@@ -55,13 +46,14 @@ impl BakedRootTrack {
         })
     }
 
-    /// [`baked_root_pose`] of `clip` (the clip this track was made from) at `t`; equal to it
-    /// bit for bit.
-    pub fn pose(&self, clip: &Clip, t: f32) -> (Vec3, Quat) {
-        crate::j6_root_motion::unwrapped_root_with(
+    /// [`baked_root_motion`] of `clip` (the clip this track was made from) from `from` to
+    /// `to`; equal to it bit for bit.
+    pub fn motion(&self, clip: &Clip, from: f32, to: f32) -> (Vec3, Quat) {
+        crate::j6_root_motion::root_delta(
             clip,
             self.root.get(),
-            t,
+            from,
+            to,
             Some((&self.start, &self.end)),
         )
     }
