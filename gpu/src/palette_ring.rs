@@ -35,8 +35,10 @@
 //!
 //! wgpu 30 exposes mapped memory only as `WriteOnly<[u8]>` (mapped memory may be
 //! write-combined), while the jobs write through `&mut [[f32; 12]]`. One function,
-//! `mapped_bytes`, turns the mapped range into `&mut [u8]` (then `bytemuck` makes it
-//! `&mut [[f32; 12]]`); it is the crate's only `unsafe` and its contract is documented there.
+//! [`mapped_bytes`], turns the mapped range into `&mut [u8]` (then `bytemuck` makes it
+//! `&mut [[f32; 12]]`: [`mapped_palette`]); it is the crate's only `unsafe` and its contract
+//! is documented there. Both are public, so an engine that keeps its own palette buffer writes
+//! into it the same way, with no copy.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -383,10 +385,8 @@ impl PaletteRing {
                         .buffer
                         .get_mapped_range_mut(0..want * ENTRY_BYTES)
                         .map_err(|e| GpuError::Map(format!("palette ring slot {next}: {e}")))?;
-                    let palette: &mut [PaletteEntry] =
-                        bytemuck::try_cast_slice_mut(mapped_bytes(&mut view)).map_err(|e| {
-                            GpuError::Map(format!("palette ring slot {next}: {e:?}"))
-                        })?;
+                    let palette = mapped_palette(&mut view)
+                        .map_err(|e| GpuError::Map(format!("palette ring slot {next}: {e}")))?;
                     fill(palette)
                 };
                 stats.fill = t.elapsed();
@@ -465,13 +465,59 @@ impl PaletteRing {
     }
 }
 
+/// The mapped range of `view` as palette entries, for writing palettes straight into a
+/// buffer of your own: map it for writing (`map_async(MapMode::Write, ..)` or
+/// `mapped_at_creation`), take `get_mapped_range_mut`, and hand the entries to
+/// `Animator::run_frame_into(store, dt, entries)`; then drop the view and unmap.
+///
+/// ```no_run
+/// # fn frame(
+/// #     buffer: &wgpu::Buffer,
+/// #     animator: &mut sinew_jobs::animator::Animator,
+/// #     store: &mut sinew_runtime::store::Store,
+/// #     entries: u64,
+/// # ) -> Result<(), Box<dyn std::error::Error>> {
+/// // `buffer` is mapped for writing and holds at least `entries` palette entries.
+/// let mut view = buffer.get_mapped_range_mut(0..entries * sinew_gpu::palette_ring::ENTRY_BYTES)?;
+/// let palettes = sinew_gpu::palette_ring::mapped_palette(&mut view)?;
+/// animator.run_frame_into(store, 1.0 / 60.0, palettes)?;
+/// drop(view);
+/// buffer.unmap();
+/// # Ok(())
+/// # }
+/// ```
+///
+/// The entries are the mapped memory itself: each one the skinning job writes goes to the
+/// GPU-visible buffer once, with no copy. Reading them back through this slice is allowed but
+/// may be slow (mapped memory can be write-combined). See [`mapped_bytes`] for the contract.
+///
+/// # Errors
+/// [`GpuError::Map`] when the range is not a whole number of [`ENTRY_BYTES`] entries.
+pub fn mapped_palette<'a>(
+    view: &'a mut wgpu::BufferViewMut,
+) -> Result<&'a mut [PaletteEntry], GpuError> {
+    let bytes = mapped_bytes(view);
+    let len = bytes.len();
+    bytemuck::try_cast_slice_mut(bytes).map_err(|e| {
+        GpuError::Map(format!(
+            "mapped range of {len} bytes as palette entries of {ENTRY_BYTES} bytes: {e:?}"
+        ))
+    })
+}
+
 /// The mapped range of `view` as `&mut [u8]`.
 ///
 /// wgpu 30 hands out mapped memory as `WriteOnly<[u8]>` because it may be write-combined (slow
 /// to read) and because `&mut` formally allows spurious reads. This is the one place the
-/// crate leaves safe Rust, so that `Animator::run_frame_into` can write palettes in place.
+/// crate leaves safe Rust, so that `Animator::run_frame_into` can write palettes in place,
+/// into the palette ring's buffers or an engine's own ([`mapped_palette`]).
+///
+/// It is safe to call with any `BufferViewMut`: wgpu only creates one for a mapped, writable
+/// range, and the slice borrows the view, so it cannot outlive the mapping or alias another
+/// view. What it asks of a caller is only what any write-combined memory asks: write, and
+/// read rarely.
 #[allow(unsafe_code)]
-fn mapped_bytes(view: &mut wgpu::BufferViewMut) -> &mut [u8] {
+pub fn mapped_bytes<'a>(view: &'a mut wgpu::BufferViewMut) -> &'a mut [u8] {
     let mut w = view.slice(..);
     let len = w.len();
     let ptr = w.as_raw_element_ptr();

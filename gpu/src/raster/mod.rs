@@ -674,14 +674,12 @@ impl RasterCore {
         let clustered = cluster_chain(levels)?;
         let lod_sphere = bind_pose_sphere(mesh.positions(), 2.0)
             .map_or([0.0, 0.0, 0.0, -1.0], |(c, r)| [c.x, c.y, c.z, r]);
-        let vertices = crate::baked::storage_init(
-            ctx,
+        let vertices = ctx.storage_init(
             "raster vertices",
             bytemuck::cast_slice(&clustered.vertex_words),
             wgpu::BufferUsages::empty(),
         )?;
-        let indices = crate::baked::storage_init(
-            ctx,
+        let indices = ctx.storage_init(
             "raster clusters",
             bytemuck::cast_slice(&clustered.mesh_words),
             wgpu::BufferUsages::empty(),
