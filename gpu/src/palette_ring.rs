@@ -493,9 +493,7 @@ impl PaletteRing {
 ///
 /// # Errors
 /// [`GpuError::Map`] when the range is not a whole number of [`ENTRY_BYTES`] entries.
-pub fn mapped_palette<'a>(
-    view: &'a mut wgpu::BufferViewMut,
-) -> Result<&'a mut [PaletteEntry], GpuError> {
+pub fn mapped_palette(view: &mut wgpu::BufferViewMut) -> Result<&mut [PaletteEntry], GpuError> {
     let bytes = mapped_bytes(view);
     let len = bytes.len();
     bytemuck::try_cast_slice_mut(bytes).map_err(|e| {
@@ -517,7 +515,7 @@ pub fn mapped_palette<'a>(
 /// view. What it asks of a caller is only what any write-combined memory asks: write, and
 /// read rarely.
 #[allow(unsafe_code)]
-pub fn mapped_bytes<'a>(view: &'a mut wgpu::BufferViewMut) -> &'a mut [u8] {
+pub fn mapped_bytes(view: &mut wgpu::BufferViewMut) -> &mut [u8] {
     let mut w = view.slice(..);
     let len = w.len();
     let ptr = w.as_raw_element_ptr();
