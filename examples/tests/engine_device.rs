@@ -11,7 +11,7 @@
 //! cover the same pixels as the hardware one.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
 
-use glam::{Vec2, Vec3};
+use glam::Vec2;
 use sinew_examples::engine_device::{
     DeviceRequest, EngineOptions, EngineRun, create_engine_device, run_engine, spawn_crowd,
 };
@@ -92,7 +92,7 @@ fn check_coverage(run: &EngineRun, options: &EngineOptions) {
                 |(lo, hi), p| {
                     let px = run
                         .camera
-                        .project(world.transform_point3(Vec3::from(*p)), w, h)
+                        .project(world.transform_point3(*p), w, h)
                         .unwrap();
                     (lo.min(px), hi.max(px))
                 },

@@ -18,6 +18,7 @@
 //! [`PaletteUpload::Mapped`]: crate::palette_ring::PaletteUpload::Mapped
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 /// Where to look for an adapter.
 #[derive(Clone, Debug, PartialEq)]
@@ -91,6 +92,15 @@ pub enum GpuError {
         /// The device limit in bytes.
         limit: u64,
     },
+    /// The device is lost (destroyed, or the driver gave up): GPU work cannot go on, while
+    /// the CPU pipeline can (`Animator::run_frame` does not touch the device).
+    DeviceLost {
+        /// The adapter.
+        adapter: String,
+        /// wgpu's reason and message, or the engine's (see
+        /// [`GpuContext::report_device_lost`]).
+        reason: String,
+    },
     /// Mapping a buffer failed.
     Map(String),
     /// Waiting for the device failed.
@@ -129,6 +139,9 @@ impl fmt::Display for GpuError {
                     f,
                     "gpu: {what} is {size} bytes, over the device limit of {limit}"
                 )
+            }
+            Self::DeviceLost { adapter, reason } => {
+                write!(f, "gpu: device on '{adapter}' is lost: {reason}")
             }
             Self::Map(e) => write!(f, "gpu: buffer map failed: {e}"),
             Self::Poll(e) => write!(f, "gpu: device poll failed: {e}"),
@@ -178,6 +191,8 @@ pub struct GpuContext {
     pub features: wgpu::Features,
     /// The limits of the device (for [`GpuContext::new`]: the adapter's).
     pub limits: wgpu::Limits,
+    /// Why the device was lost, once it is.
+    lost: Arc<OnceLock<String>>,
 }
 
 fn type_rank(t: wgpu::DeviceType) -> u8 {
@@ -197,6 +212,31 @@ impl GpuContext {
         self.limits
             .max_storage_buffer_binding_size
             .min(self.limits.max_buffer_size)
+    }
+
+    /// Why the device was lost, once it is: reported by wgpu's device-lost callback on a
+    /// device sinew created, or by [`GpuContext::report_device_lost`].
+    pub fn device_lost(&self) -> Option<&str> {
+        self.lost.get().map(String::as_str)
+    }
+
+    /// Records that the device is lost. On a wrapped engine device the device-lost callback is
+    /// the engine's (wgpu keeps one, and sinew does not replace it): the engine calls this from
+    /// it, and sinew's GPU calls then return [`GpuError::DeviceLost`] instead of reaching wgpu.
+    /// The first reason is kept.
+    pub fn report_device_lost(&self, reason: impl Into<String>) {
+        let _ = self.lost.set(reason.into());
+    }
+
+    /// [`GpuError::DeviceLost`] once the device is lost.
+    pub(crate) fn check_device(&self) -> Result<(), GpuError> {
+        match self.lost.get() {
+            Some(reason) => Err(GpuError::DeviceLost {
+                adapter: self.adapter_info.name.clone(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The most palette entries (float3x4) one storage buffer of this device binds, i.e. the
@@ -303,7 +343,9 @@ impl GpuContext {
     ///
     /// wgpu reports validation errors through the device's uncaptured-error handler, which is
     /// the engine's: sinew sets none and checks sizes against the device's limits before it
-    /// creates buffers, so its own calls do not reach that handler with bad sizes.
+    /// creates buffers, so its own calls do not reach that handler with bad sizes. The
+    /// device-lost callback is the engine's too: forward a loss with
+    /// [`GpuContext::report_device_lost`].
     ///
     /// # Errors
     /// [`GpuError::MissingFeatures`] when the adapter lacks
@@ -324,6 +366,7 @@ impl GpuContext {
             device,
             queue,
             limits,
+            lost: Arc::new(OnceLock::new()),
         })
     }
 
@@ -419,6 +462,11 @@ impl GpuContext {
             ..Default::default()
         }))
         .map_err(|e| GpuError::RequestDevice(format!("{e} (adapter '{}')", adapter_info.name)))?;
+        let lost = Arc::new(OnceLock::new());
+        let on_lost = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            let _ = on_lost.set(format!("{reason:?}: {message}"));
+        });
         Ok(Self {
             instance: Some(instance),
             adapter: chosen,
@@ -427,6 +475,7 @@ impl GpuContext {
             adapter_info,
             features,
             limits,
+            lost,
         })
     }
 }

@@ -173,13 +173,14 @@ impl PaletteRing {
     /// # Errors
     /// [`GpuError::MissingFeatures`] for [`PaletteUpload::Mapped`] without
     /// `MAPPABLE_PRIMARY_BUFFERS`; [`GpuError::TooLarge`] when `capacity` entries exceed the
-    /// device's storage binding size.
+    /// device's storage binding size; [`GpuError::DeviceLost`].
     pub fn new(
         ctx: &GpuContext,
         mode: PaletteUpload,
         slots: usize,
         capacity: usize,
     ) -> Result<Self, GpuError> {
+        ctx.check_device()?;
         if mode == PaletteUpload::Mapped
             && !ctx
                 .features
@@ -322,14 +323,22 @@ impl PaletteRing {
     /// and call [`PaletteRing::submitted`].
     ///
     /// # Errors
-    /// [`GpuError::TooLarge`] when growing past the device limit, [`GpuError::Map`] /
-    /// [`GpuError::Poll`] when mapping or waiting fails.
+    /// [`GpuError::DeviceLost`] once the device is lost, [`GpuError::TooLarge`] when growing
+    /// past the device limit (all three before `fill` runs), [`GpuError::Map`] /
+    /// [`GpuError::Poll`] when mapping or waiting fails (a buffer of a destroyed device cannot
+    /// be mapped); `fill` has then not run, so the caller's frame has not advanced.
     pub fn write<R>(
         &mut self,
         ctx: &GpuContext,
         entries: usize,
         fill: impl FnOnce(&mut [PaletteEntry]) -> R,
     ) -> Result<R, GpuError> {
+        // Runs finished callbacks without blocking: mappings that completed, and the
+        // device-lost callback, which wgpu calls from here rather than when the device dies.
+        ctx.device
+            .poll(wgpu::PollType::Poll)
+            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        ctx.check_device()?;
         if self.awaiting_submit {
             // The caller did not report the submission reading the last buffer: re-map it now
             // (wgpu completes the mapping once every submission using it has finished).

@@ -788,6 +788,7 @@ pub(crate) trait PaletteFrame {
         instances: &[Instance],
         camera: &Camera,
     ) -> Result<(RgbaImage, wgpu::SubmissionIndex), GpuError> {
+        ctx.check_device()?;
         // The whole buffer is bound: an engine's buffer over the binding limit is an error
         // here, not a validation failure inside wgpu.
         ctx.check_storage_size(palette.size(), || {
