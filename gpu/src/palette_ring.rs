@@ -22,8 +22,9 @@
 //! # When the CPU waits for the GPU
 //!
 //! Only in [`PaletteRing::write`], and only when the ring buffer it is about to fill is not
-//! mapped yet: the ring first polls without blocking (which runs the callbacks of finished
-//! mappings), and if the buffer is still pending it blocks with
+//! mapped yet. Each `write` first polls without blocking (which runs the callbacks of finished
+//! mappings, and wgpu's device-lost callback: a lost device is [`GpuError::DeviceLost`] before
+//! the frame runs); if the buffer is still pending it blocks with
 //! `device.poll(PollType::Wait { submission_index: the last submission that used it })`.
 //! With N buffers this happens when the GPU is more than N − 1 frames behind the CPU (or the
 //! map takes longer than a frame). The time spent is [`RingStats::wait`]. Growing the ring
