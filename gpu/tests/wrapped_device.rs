@@ -20,6 +20,7 @@ use sinew_gpu::rbf::GpuRbfDeformer;
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
 use sinew_gpu::skin_pass::SkinPass;
 use sinew_jobs::deform::{BakeOptions, RbfBinding, RbfDeformer, bake};
+use sinew_jobs::frame::PaletteEntry;
 use sinew_runtime::store::Store;
 use std::sync::Arc;
 
@@ -247,4 +248,46 @@ fn palettes_over_the_storage_binding_limit_are_refused_before_a_frame() {
     let camera = Camera::look_at(Vec3::new(0.0, 1.0, 4.0), Vec3::new(0.0, 1.0, 0.0));
     let r = renderer.render(&ctx, &big, &[Instance::new(0, Affine3A::IDENTITY)], &camera);
     assert!(matches!(r, Err(GpuError::TooLarge { .. })), "{r:?}");
+}
+
+#[test]
+fn mapped_palette_views_an_engine_buffer_and_refuses_a_ragged_range() {
+    let Some(ctx) = common::wrapped_context(|_| {}, wgpu::Features::empty()) else {
+        return;
+    };
+    // An engine's staging buffer: two entries, plus 16 bytes that are no whole entry.
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("engine staging"),
+        size: 2 * ENTRY_BYTES + 16,
+        usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: true,
+    });
+    let written: Vec<PaletteEntry> = (0..2)
+        .map(|e| std::array::from_fn(|i| (e * 12 + i) as f32 + 0.25))
+        .collect();
+    {
+        let mut ragged = buffer.get_mapped_range_mut(..).unwrap();
+        match sinew_gpu::palette_ring::mapped_palette(&mut ragged) {
+            Err(GpuError::Map(what)) => assert!(what.contains("112 bytes"), "{what}"),
+            r => panic!("a 112-byte range viewed as palette entries: {r:?}"),
+        }
+    }
+    {
+        let mut view = buffer.get_mapped_range_mut(0..2 * ENTRY_BYTES).unwrap();
+        let entries = sinew_gpu::palette_ring::mapped_palette(&mut view).unwrap();
+        assert_eq!(entries.len(), 2);
+        // Zero-filled by wgpu before first use.
+        assert!(entries.iter().flatten().all(|f| f.to_bits() == 0));
+        entries.copy_from_slice(&written);
+    }
+    buffer.unmap();
+    let got = sinew_gpu::skin_pass::read_buffer_bytes(
+        &ctx,
+        ctx.device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default()),
+        &buffer,
+        2 * ENTRY_BYTES,
+    )
+    .unwrap();
+    assert_eq!(got, bytemuck::cast_slice::<PaletteEntry, u8>(&written));
 }
