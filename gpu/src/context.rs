@@ -93,7 +93,9 @@ pub enum GpuError {
         limit: u64,
     },
     /// The device is lost (destroyed, or the driver gave up): GPU work cannot go on, while
-    /// the CPU pipeline can (`Animator::run_frame` does not touch the device).
+    /// the CPU pipeline can (`Animator::run_frame` does not touch the device). The palette
+    /// ring, the renderers' `render` calls, the skinning pass and RBF uploads return it once
+    /// the loss is known: wgpu reports it from a poll, which every `PaletteRing::write` makes.
     DeviceLost {
         /// The adapter.
         adapter: String,

@@ -195,8 +195,10 @@ impl GpuRbfDeformer {
     /// Computes the control displacements on the CPU and queues their upload.
     ///
     /// # Errors
-    /// [`GpuError::InvalidInput`] for a wrong count or a non-finite position.
+    /// [`GpuError::InvalidInput`] for a wrong count or a non-finite position,
+    /// [`GpuError::DeviceLost`].
     pub fn upload_low(&mut self, ctx: &GpuContext, low_now: &[Vec3]) -> Result<(), GpuError> {
+        ctx.check_device()?;
         if low_now.len() != self.low_rest.len() {
             return Err(GpuError::InvalidInput {
                 what: format!(

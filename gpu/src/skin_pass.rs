@@ -204,6 +204,7 @@ impl SkinPass {
         batch: SkinBatch,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), GpuError> {
+        ctx.check_device()?;
         let SkinBuffers { palette, out } = buffers;
         let need = Self::output_size(mesh, batch.instance_count);
         if out.size() < need {
@@ -314,6 +315,7 @@ impl SkinPass {
         mesh: &SkinnedMesh,
         palette: &[[f32; 12]],
     ) -> Result<(Vec<Vec3>, Vec<Vec3>), GpuError> {
+        ctx.check_device()?;
         if palette.len() < mesh.bone_count() {
             return Err(GpuError::InvalidInput {
                 what: format!(

@@ -9,6 +9,7 @@ use glam::{Affine3A, Vec3};
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_gpu::palette_ring::{PaletteRing, PaletteUpload, crowd_palette_len};
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
+use sinew_gpu::skin_pass::SkinPass;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::component::{AnimationToProcess, SkinRef, animated};
 use sinew_jobs::frame::PaletteEntry;
@@ -94,6 +95,11 @@ fn a_lost_device_is_a_typed_error_and_the_cpu_pipeline_goes_on() {
             &camera,
         );
         assert!(matches!(r, Err(GpuError::DeviceLost { .. })), "{r:?}");
+        let one = &reference.palettes(&ref_store)[..m.mesh.bone_count()];
+        assert!(matches!(
+            SkinPass::skin_positions(&ctx, &m.mesh, one),
+            Err(GpuError::DeviceLost { .. })
+        ));
         // The CPU pipeline goes on where the GPU stopped, frame for frame with the reference.
         for frame in 0..3 {
             animator.run_frame(&mut store, DT).unwrap();
