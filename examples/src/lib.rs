@@ -1,6 +1,7 @@
-//! Shared code of the sinew examples: the crowd simulation behind `cargo run --example crowd`
-//! and the benchmark workload.
+//! Shared code of the sinew examples: the crowd simulation behind `cargo run --example crowd`,
+//! the benchmark workload, and the engine that owns its GPU device (`engine_device`).
 
 pub mod crowd;
+pub mod engine_device;
 pub mod lod;
 pub mod workload;

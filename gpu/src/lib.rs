@@ -1,9 +1,13 @@
-//! sinew-gpu: the GPU half of sinew (headless wgpu device, mapped palette ring, WGSL skinning,
-//! offscreen crowd rendering, a compute rasteriser for crowds, RBF compute).
+//! sinew-gpu: the GPU half of sinew (a headless wgpu device of its own or an engine's, mapped
+//! palette ring, WGSL skinning, offscreen crowd rendering, a compute rasteriser for crowds, RBF
+//! compute).
 //!
-//! `unsafe` is denied crate-wide; the one exception is `palette_ring::mapped_bytes`, which views
-//! wgpu 30's write-only mapped range as `&mut [u8]` so the skinning job can write palettes in
-//! place (see the `palette_ring` module documentation).
+//! An engine that owns its device wraps it with [`context::GpuContext::from_device`], and can
+//! write palettes into its own mapped buffer with [`palette_ring::mapped_palette`].
+//!
+//! `unsafe` is denied crate-wide; the one exception is [`palette_ring::mapped_bytes`], which
+//! views wgpu 30's write-only mapped range as `&mut [u8]` so the skinning job can write
+//! palettes in place (see the `palette_ring` module documentation).
 #![deny(unsafe_code)]
 
 pub mod baked;

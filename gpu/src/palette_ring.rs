@@ -22,8 +22,9 @@
 //! # When the CPU waits for the GPU
 //!
 //! Only in [`PaletteRing::write`], and only when the ring buffer it is about to fill is not
-//! mapped yet: the ring first polls without blocking (which runs the callbacks of finished
-//! mappings), and if the buffer is still pending it blocks with
+//! mapped yet. Each `write` first polls without blocking (which runs the callbacks of finished
+//! mappings, and wgpu's device-lost callback: a lost device is [`GpuError::DeviceLost`] before
+//! the frame runs); if the buffer is still pending it blocks with
 //! `device.poll(PollType::Wait { submission_index: the last submission that used it })`.
 //! With N buffers this happens when the GPU is more than N − 1 frames behind the CPU (or the
 //! map takes longer than a frame). The time spent is [`RingStats::wait`]. Growing the ring
@@ -35,8 +36,10 @@
 //!
 //! wgpu 30 exposes mapped memory only as `WriteOnly<[u8]>` (mapped memory may be
 //! write-combined), while the jobs write through `&mut [[f32; 12]]`. One function,
-//! `mapped_bytes`, turns the mapped range into `&mut [u8]` (then `bytemuck` makes it
-//! `&mut [[f32; 12]]`); it is the crate's only `unsafe` and its contract is documented there.
+//! [`mapped_bytes`], turns the mapped range into `&mut [u8]` (then `bytemuck` makes it
+//! `&mut [[f32; 12]]`: [`mapped_palette`]); it is the crate's only `unsafe` and its contract
+//! is documented there. Both are public, so an engine that keeps its own palette buffer writes
+//! into it the same way, with no copy.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -171,13 +174,14 @@ impl PaletteRing {
     /// # Errors
     /// [`GpuError::MissingFeatures`] for [`PaletteUpload::Mapped`] without
     /// `MAPPABLE_PRIMARY_BUFFERS`; [`GpuError::TooLarge`] when `capacity` entries exceed the
-    /// device's storage binding size.
+    /// device's storage binding size; [`GpuError::DeviceLost`].
     pub fn new(
         ctx: &GpuContext,
         mode: PaletteUpload,
         slots: usize,
         capacity: usize,
     ) -> Result<Self, GpuError> {
+        ctx.check_device()?;
         if mode == PaletteUpload::Mapped
             && !ctx
                 .features
@@ -320,14 +324,22 @@ impl PaletteRing {
     /// and call [`PaletteRing::submitted`].
     ///
     /// # Errors
-    /// [`GpuError::TooLarge`] when growing past the device limit, [`GpuError::Map`] /
-    /// [`GpuError::Poll`] when mapping or waiting fails.
+    /// [`GpuError::DeviceLost`] once the device is lost, [`GpuError::TooLarge`] when growing
+    /// past the device limit (all three before `fill` runs), [`GpuError::Map`] /
+    /// [`GpuError::Poll`] when mapping or waiting fails (a buffer of a destroyed device cannot
+    /// be mapped); `fill` has then not run, so the caller's frame has not advanced.
     pub fn write<R>(
         &mut self,
         ctx: &GpuContext,
         entries: usize,
         fill: impl FnOnce(&mut [PaletteEntry]) -> R,
     ) -> Result<R, GpuError> {
+        // Runs finished callbacks without blocking: mappings that completed, and the
+        // device-lost callback, which wgpu calls from here rather than when the device dies.
+        ctx.device
+            .poll(wgpu::PollType::Poll)
+            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        ctx.check_device()?;
         if self.awaiting_submit {
             // The caller did not report the submission reading the last buffer: re-map it now
             // (wgpu completes the mapping once every submission using it has finished).
@@ -383,10 +395,8 @@ impl PaletteRing {
                         .buffer
                         .get_mapped_range_mut(0..want * ENTRY_BYTES)
                         .map_err(|e| GpuError::Map(format!("palette ring slot {next}: {e}")))?;
-                    let palette: &mut [PaletteEntry] =
-                        bytemuck::try_cast_slice_mut(mapped_bytes(&mut view)).map_err(|e| {
-                            GpuError::Map(format!("palette ring slot {next}: {e:?}"))
-                        })?;
+                    let palette = mapped_palette(&mut view)
+                        .map_err(|e| GpuError::Map(format!("palette ring slot {next}: {e}")))?;
                     fill(palette)
                 };
                 stats.fill = t.elapsed();
@@ -465,13 +475,57 @@ impl PaletteRing {
     }
 }
 
+/// The mapped range of `view` as palette entries, for writing palettes straight into a
+/// buffer of your own: map it for writing (`map_async(MapMode::Write, ..)` or
+/// `mapped_at_creation`), take `get_mapped_range_mut`, and hand the entries to
+/// `Animator::run_frame_into(store, dt, entries)`; then drop the view and unmap.
+///
+/// ```no_run
+/// # fn frame(
+/// #     buffer: &wgpu::Buffer,
+/// #     animator: &mut sinew_jobs::animator::Animator,
+/// #     store: &mut sinew_runtime::store::Store,
+/// #     entries: u64,
+/// # ) -> Result<(), Box<dyn std::error::Error>> {
+/// // `buffer` is mapped for writing and holds at least `entries` palette entries.
+/// let mut view = buffer.get_mapped_range_mut(0..entries * sinew_gpu::palette_ring::ENTRY_BYTES)?;
+/// let palettes = sinew_gpu::palette_ring::mapped_palette(&mut view)?;
+/// animator.run_frame_into(store, 1.0 / 60.0, palettes)?;
+/// drop(view);
+/// buffer.unmap();
+/// # Ok(())
+/// # }
+/// ```
+///
+/// The entries are the mapped memory itself: each one the skinning job writes goes to the
+/// GPU-visible buffer once, with no copy. Reading them back through this slice is allowed but
+/// may be slow (mapped memory can be write-combined). See [`mapped_bytes`] for the contract.
+///
+/// # Errors
+/// [`GpuError::Map`] when the range is not a whole number of [`ENTRY_BYTES`] entries.
+pub fn mapped_palette(view: &mut wgpu::BufferViewMut) -> Result<&mut [PaletteEntry], GpuError> {
+    let bytes = mapped_bytes(view);
+    let len = bytes.len();
+    bytemuck::try_cast_slice_mut(bytes).map_err(|e| {
+        GpuError::Map(format!(
+            "mapped range of {len} bytes as palette entries of {ENTRY_BYTES} bytes: {e:?}"
+        ))
+    })
+}
+
 /// The mapped range of `view` as `&mut [u8]`.
 ///
 /// wgpu 30 hands out mapped memory as `WriteOnly<[u8]>` because it may be write-combined (slow
 /// to read) and because `&mut` formally allows spurious reads. This is the one place the
-/// crate leaves safe Rust, so that `Animator::run_frame_into` can write palettes in place.
+/// crate leaves safe Rust, so that `Animator::run_frame_into` can write palettes in place,
+/// into the palette ring's buffers or an engine's own ([`mapped_palette`]).
+///
+/// It is safe to call with any `BufferViewMut`: wgpu only creates one for a mapped, writable
+/// range, and the slice borrows the view, so it cannot outlive the mapping or alias another
+/// view. What it asks of a caller is only what any write-combined memory asks: write, and
+/// read rarely.
 #[allow(unsafe_code)]
-fn mapped_bytes(view: &mut wgpu::BufferViewMut) -> &mut [u8] {
+pub fn mapped_bytes(view: &mut wgpu::BufferViewMut) -> &mut [u8] {
     let mut w = view.slice(..);
     let len = w.len();
     let ptr = w.as_raw_element_ptr();

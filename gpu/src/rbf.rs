@@ -38,25 +38,6 @@ pub struct GpuRbfDeformer {
     groups: (u32, u32),
 }
 
-fn storage_init(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
-    ctx.check_storage_size(bytes.len() as u64, || format!("rbf {label} buffer"))?;
-    // Zero-sized bindings are invalid: pad empty arrays to one element.
-    let padded;
-    let contents = if bytes.is_empty() {
-        padded = [0u8; 16];
-        &padded[..]
-    } else {
-        bytes
-    };
-    Ok(ctx
-        .device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-        }))
-}
-
 impl GpuRbfDeformer {
     /// Uploads the binding's weights and rest positions and builds the pipeline.
     ///
@@ -78,12 +59,32 @@ impl GpuRbfDeformer {
             .collect();
         let n_ctrl = binding.low_rest().len();
         let device = &ctx.device;
-        let row_ptr = storage_init(ctx, "row_ptr", bytemuck::cast_slice(w.row_ptr()))?;
-        let cols = storage_init(ctx, "cols", bytemuck::cast_slice(w.cols()))?;
-        let vals = storage_init(ctx, "vals", bytemuck::cast_slice(w.vals()))?;
-        let rest_buf = storage_init(ctx, "rest", bytemuck::cast_slice(&rest))?;
+        let row_ptr = ctx.storage_init(
+            "rbf row_ptr",
+            bytemuck::cast_slice(w.row_ptr()),
+            wgpu::BufferUsages::empty(),
+        )?;
+        let cols = ctx.storage_init(
+            "rbf cols",
+            bytemuck::cast_slice(w.cols()),
+            wgpu::BufferUsages::empty(),
+        )?;
+        let vals = ctx.storage_init(
+            "rbf vals",
+            bytemuck::cast_slice(w.vals()),
+            wgpu::BufferUsages::empty(),
+        )?;
+        let rest_buf = ctx.storage_init(
+            "rbf rest",
+            bytemuck::cast_slice(&rest),
+            wgpu::BufferUsages::empty(),
+        )?;
         let delta_cpu = vec![[0.0f32; 4]; n_ctrl];
-        let delta = storage_init(ctx, "delta", bytemuck::cast_slice(&delta_cpu))?;
+        let delta = ctx.storage_init(
+            "rbf delta",
+            bytemuck::cast_slice(&delta_cpu),
+            wgpu::BufferUsages::empty(),
+        )?;
         let out_size = (rest.len() * 4) as u64;
         ctx.check_storage_size(out_size, || "rbf output buffer".into())?;
         let out = device.create_buffer(&wgpu::BufferDescriptor {
@@ -194,8 +195,10 @@ impl GpuRbfDeformer {
     /// Computes the control displacements on the CPU and queues their upload.
     ///
     /// # Errors
-    /// [`GpuError::InvalidInput`] for a wrong count or a non-finite position.
+    /// [`GpuError::InvalidInput`] for a wrong count or a non-finite position,
+    /// [`GpuError::DeviceLost`].
     pub fn upload_low(&mut self, ctx: &GpuContext, low_now: &[Vec3]) -> Result<(), GpuError> {
+        ctx.check_device()?;
         if low_now.len() != self.low_rest.len() {
             return Err(GpuError::InvalidInput {
                 what: format!(

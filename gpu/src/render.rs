@@ -788,6 +788,12 @@ pub(crate) trait PaletteFrame {
         instances: &[Instance],
         camera: &Camera,
     ) -> Result<(RgbaImage, wgpu::SubmissionIndex), GpuError> {
+        ctx.check_device()?;
+        // The whole buffer is bound: an engine's buffer over the binding limit is an error
+        // here, not a validation failure inside wgpu.
+        ctx.check_storage_size(palette.size(), || {
+            format!("{}: palette buffer bound as storage", Self::NAME)
+        })?;
         self.check_palette_bounds(instances, palette_entries)?;
         self.set_instances(ctx, instances)?;
         let mut encoder = ctx

@@ -100,8 +100,16 @@ impl GpuSkinMesh {
             })
             .collect();
         Ok(Self {
-            vertices: storage_init(ctx, "skin vertices", bytemuck::cast_slice(&vertices))?,
-            influences: storage_init(ctx, "skin influences", bytemuck::cast_slice(&influences))?,
+            vertices: ctx.storage_init(
+                "skin vertices",
+                bytemuck::cast_slice(&vertices),
+                wgpu::BufferUsages::empty(),
+            )?,
+            influences: ctx.storage_init(
+                "skin influences",
+                bytemuck::cast_slice(&influences),
+                wgpu::BufferUsages::empty(),
+            )?,
             vertex_count,
             bone_count,
             has_extra,
@@ -123,19 +131,6 @@ impl GpuSkinMesh {
     pub fn has_extra_influences(&self) -> bool {
         self.has_extra
     }
-}
-
-fn storage_init(ctx: &GpuContext, label: &str, bytes: &[u8]) -> Result<wgpu::Buffer, GpuError> {
-    ctx.check_storage_size(bytes.len() as u64, || label.into())?;
-    let pad = [0u8; 32];
-    let contents = if bytes.is_empty() { &pad[..] } else { bytes };
-    Ok(ctx
-        .device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-        }))
 }
 
 /// One batch of a skinning dispatch.
@@ -209,6 +204,7 @@ impl SkinPass {
         batch: SkinBatch,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), GpuError> {
+        ctx.check_device()?;
         let SkinBuffers { palette, out } = buffers;
         let need = Self::output_size(mesh, batch.instance_count);
         if out.size() < need {
@@ -319,6 +315,7 @@ impl SkinPass {
         mesh: &SkinnedMesh,
         palette: &[[f32; 12]],
     ) -> Result<(Vec<Vec3>, Vec<Vec3>), GpuError> {
+        ctx.check_device()?;
         if palette.len() < mesh.bone_count() {
             return Err(GpuError::InvalidInput {
                 what: format!(
@@ -339,7 +336,11 @@ impl SkinPass {
         }
         let gpu_mesh = GpuSkinMesh::new(ctx, mesh)?;
         let pass = Self::new(ctx);
-        let palette_buf = storage_init(ctx, "palette", bytemuck::cast_slice(palette))?;
+        let palette_buf = ctx.storage_init(
+            "palette",
+            bytemuck::cast_slice(palette),
+            wgpu::BufferUsages::empty(),
+        )?;
         let size = Self::output_size(&gpu_mesh, 1).max(32);
         let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("skinned vertices"),

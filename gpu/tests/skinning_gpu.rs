@@ -375,3 +375,24 @@ fn ring_rejects_a_crowd_over_the_device_limit() {
     let r = ring.write(&ctx, too_many, |_| ());
     assert!(matches!(r, Err(GpuError::TooLarge { .. })), "{r:?}");
 }
+
+#[test]
+fn ring_falls_back_to_staging_on_a_device_without_mappable_storage() {
+    // An engine's device created without MAPPABLE_PRIMARY_BUFFERS, on an adapter (lavapipe)
+    // that has it: the fallback runs where the mapped path would otherwise be chosen.
+    let Some(ctx) = common::wrapped_context(|_| {}, wgpu::Features::empty()) else {
+        return;
+    };
+    assert!(
+        !ctx.features
+            .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+    );
+    assert_eq!(PaletteUpload::best(&ctx), PaletteUpload::Staging);
+    match PaletteRing::new(&ctx, PaletteUpload::Mapped, 3, 10) {
+        Err(GpuError::MissingFeatures { missing, .. }) => {
+            assert!(missing.contains("MAPPABLE_PRIMARY_BUFFERS"), "{missing}")
+        }
+        r => panic!("mapped ring on a device without the feature: {r:?}"),
+    }
+    ring_frames(&ctx, PaletteUpload::best(&ctx));
+}

@@ -4,7 +4,7 @@
 
 use super::{
     BakedAnimationGpu, BakedInstance, common_bind_group, common_layout, read_buffer, shader,
-    storage_entry, storage_init, wait,
+    storage_entry, wait,
 };
 use crate::context::{GpuContext, GpuError};
 use glam::Vec3;
@@ -88,8 +88,7 @@ impl BakedComputeSkinner {
                 contents: bytemuck::bytes_of(&globals),
                 usage: wgpu::BufferUsages::UNIFORM,
             });
-        let inst = storage_init(
-            ctx,
+        let inst = ctx.storage_init(
             "baked compute instances",
             bytemuck::cast_slice(instances),
             wgpu::BufferUsages::empty(),

@@ -258,6 +258,7 @@ impl BakedRenderer {
         view_proj: Mat4,
         time: f32,
     ) -> Result<FrameTiming, GpuError> {
+        ctx.check_device()?;
         let start = Instant::now();
         let sub = self.submit(ctx, anim, view_proj, time);
         let cpu = start.elapsed();

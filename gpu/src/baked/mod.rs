@@ -353,15 +353,13 @@ impl BakedAnimationGpu {
             size,
         );
         let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
-        let clip_table = storage_init(
-            ctx,
+        let clip_table = ctx.storage_init(
             "baked clip table",
             bytemuck::cast_slice(&baked.clips),
             wgpu::BufferUsages::empty(),
         )?;
         let verts = baked_vertices(mesh);
-        let vertices = storage_init(
-            ctx,
+        let vertices = ctx.storage_init(
             "baked vertices",
             bytemuck::cast_slice(&verts),
             wgpu::BufferUsages::VERTEX,
@@ -441,26 +439,6 @@ impl BakedAnimationGpu {
             instance_count,
         }
     }
-}
-
-/// A storage buffer (plus `extra` usages) initialised with `bytes`, checked against the
-/// device's limits; empty contents are padded to 16 bytes.
-pub(crate) fn storage_init(
-    ctx: &GpuContext,
-    label: &str,
-    bytes: &[u8],
-    extra: wgpu::BufferUsages,
-) -> Result<wgpu::Buffer, GpuError> {
-    ctx.check_storage_size(bytes.len() as u64, || format!("{label} buffer"))?;
-    let padded = [0u8; 16];
-    let contents = if bytes.is_empty() { &padded[..] } else { bytes };
-    Ok(ctx
-        .device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | extra,
-        }))
 }
 
 /// Bind group layout 0: globals (uniform), animation texture, clip table, then `extra`.

@@ -208,6 +208,7 @@ impl ComputeBakedRenderer {
         view_proj: Mat4,
         time: f32,
     ) -> Result<RasterFrameTiming, GpuError> {
+        ctx.check_device()?;
         let start = Instant::now();
         let sub = self.submit(ctx, anim, view_proj, time);
         let cpu = start.elapsed();

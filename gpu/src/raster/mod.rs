@@ -289,19 +289,9 @@ fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
 pub(crate) struct RasterCore {
     pipelines: RasterPipelines,
     group2: wgpu::BindGroup,
-    params: wgpu::Buffer,
-    vertices: wgpu::Buffer,
-    indices: wgpu::Buffer,
+    buffers: RasterBuffers,
     instances: Option<wgpu::Buffer>,
     group1: Option<wgpu::BindGroup>,
-    vis: wgpu::Buffer,
-    big: wgpu::Buffer,
-    big_count: wgpu::Buffer,
-    big_args: wgpu::Buffer,
-    color: wgpu::Buffer,
-    readback: wgpu::Buffer,
-    level_counts: wgpu::Buffer,
-    level_counts_read: wgpu::Buffer,
     levels: Vec<[u32; 4]>,
     lod_sphere: [f32; 4],
     pub(crate) width: u32,
@@ -622,32 +612,68 @@ pub fn cluster_chain(levels: &[LodLevel<'_>]) -> Result<ClusteredChain, GpuError
     })
 }
 
-impl RasterCore {
-    /// `source` is the full WGSL (vertex source + [`RASTER_WGSL`]); `group0_layout` the
-    /// source's own bindings; `levels` the LOD chain (level 0 alone for no LOD).
-    pub(crate) fn new(
+/// The mesh of level 0 of `levels`, when the chain is not empty, the mesh has at most
+/// [`RASTER_MAX_BONES`] bones and the `width × height` target is within the device's limits.
+fn check_chain_and_target<'m>(
+    ctx: &GpuContext,
+    label: &str,
+    levels: &[LodLevel<'m>],
+    (width, height): (u32, u32),
+) -> Result<&'m SkinnedMesh, GpuError> {
+    let Some(mesh) = levels.first().map(|l| l.mesh) else {
+        return Err(GpuError::InvalidInput {
+            what: format!("{label}: no mesh (empty LOD chain)"),
+        });
+    };
+    let max = ctx.limits.max_texture_dimension_2d;
+    if width == 0 || height == 0 || width > max || height > max {
+        return Err(GpuError::InvalidInput {
+            what: format!("{label}: target {width}×{height} (1..={max} per side)"),
+        });
+    }
+    if mesh.bone_count() > RASTER_MAX_BONES as usize {
+        return Err(GpuError::InvalidInput {
+            what: format!(
+                "{label}: mesh '{}' has {} bones (the compute rasteriser takes at most {RASTER_MAX_BONES})",
+                mesh.name(),
+                mesh.bone_count()
+            ),
+        });
+    }
+    Ok(mesh)
+}
+
+/// The buffers of the raster passes, apart from the instances (sized per frame).
+#[derive(Debug)]
+struct RasterBuffers {
+    params: wgpu::Buffer,
+    vertices: wgpu::Buffer,
+    indices: wgpu::Buffer,
+    vis: wgpu::Buffer,
+    big: wgpu::Buffer,
+    big_count: wgpu::Buffer,
+    big_args: wgpu::Buffer,
+    color: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    level_counts: wgpu::Buffer,
+    level_counts_read: wgpu::Buffer,
+}
+
+impl RasterBuffers {
+    /// The clustered chain's vertex and cluster buffers, a visibility word and a colour word
+    /// per pixel of the `width × height` target, the big-triangle list of
+    /// `big_triangle_capacity` entries and its indirect arguments, the level counters and the
+    /// read-back buffers.
+    fn new(
         ctx: &GpuContext,
         label: &str,
-        source: String,
-        group0_layout: &wgpu::BindGroupLayout,
-        levels: &[LodLevel<'_>],
+        clustered: &ClusteredChain,
         (width, height): (u32, u32),
-        options: ComputeRasterOptions,
+        big_triangle_capacity: u32,
     ) -> Result<Self, GpuError> {
-        let Some(mesh) = levels.first().map(|l| l.mesh) else {
-            return Err(GpuError::InvalidInput {
-                what: format!("{label}: no mesh (empty LOD chain)"),
-            });
-        };
-        let max = ctx.limits.max_texture_dimension_2d;
-        if width == 0 || height == 0 || width > max || height > max {
-            return Err(GpuError::InvalidInput {
-                what: format!("{label}: target {width}×{height} (1..={max} per side)"),
-            });
-        }
         let device = &ctx.device;
         let pixels_bytes = u64::from(width) * u64::from(height) * 4;
-        let big_bytes = u64::from(options.big_triangle_capacity.max(1)) * BIG_TRIANGLE_BYTES;
+        let big_bytes = u64::from(big_triangle_capacity.max(1)) * BIG_TRIANGLE_BYTES;
         for (what, size) in [
             ("visibility buffer", pixels_bytes),
             ("big-triangle list", big_bytes),
@@ -662,67 +688,60 @@ impl RasterCore {
                 mapped_at_creation: false,
             })
         };
-        if mesh.bone_count() > RASTER_MAX_BONES as usize {
-            return Err(GpuError::InvalidInput {
-                what: format!(
-                    "{label}: mesh '{}' has {} bones (the compute rasteriser takes at most {RASTER_MAX_BONES})",
-                    mesh.name(),
-                    mesh.bone_count()
-                ),
-            });
-        }
-        let clustered = cluster_chain(levels)?;
-        let lod_sphere = bind_pose_sphere(mesh.positions(), 2.0)
-            .map_or([0.0, 0.0, 0.0, -1.0], |(c, r)| [c.x, c.y, c.z, r]);
-        let vertices = crate::baked::storage_init(
-            ctx,
-            "raster vertices",
-            bytemuck::cast_slice(&clustered.vertex_words),
-            wgpu::BufferUsages::empty(),
-        )?;
-        let indices = crate::baked::storage_init(
-            ctx,
-            "raster clusters",
-            bytemuck::cast_slice(&clustered.mesh_words),
-            wgpu::BufferUsages::empty(),
-        )?;
-        let vis = storage(
-            "raster visibility",
-            pixels_bytes,
-            wgpu::BufferUsages::empty(),
-        );
-        let big = storage(
-            "raster big triangles",
-            big_bytes,
-            wgpu::BufferUsages::empty(),
-        );
-        let big_count = storage("raster big count", 16, wgpu::BufferUsages::empty());
-        let big_args = storage("raster big args", 16, wgpu::BufferUsages::INDIRECT);
-        let color = storage("raster colour", pixels_bytes, wgpu::BufferUsages::COPY_SRC);
+        let read = |label: &str, size: u64| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let none = wgpu::BufferUsages::empty();
         let counts_bytes = 4 * MAX_LOD_LEVELS as u64;
-        let level_counts = storage(
-            "raster level counts",
-            counts_bytes,
-            wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-        );
-        let level_counts_read = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("raster level counts read"),
-            size: counts_bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("raster read-back"),
-            size: pixels_bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("raster params"),
-            size: std::mem::size_of::<RasterParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        Ok(Self {
+            params: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("raster params"),
+                size: std::mem::size_of::<RasterParams>() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            vertices: ctx.storage_init(
+                "raster vertices",
+                bytemuck::cast_slice(&clustered.vertex_words),
+                none,
+            )?,
+            indices: ctx.storage_init(
+                "raster clusters",
+                bytemuck::cast_slice(&clustered.mesh_words),
+                none,
+            )?,
+            vis: storage("raster visibility", pixels_bytes, none),
+            big: storage("raster big triangles", big_bytes, none),
+            big_count: storage("raster big count", 16, none),
+            big_args: storage("raster big args", 16, wgpu::BufferUsages::INDIRECT),
+            color: storage("raster colour", pixels_bytes, wgpu::BufferUsages::COPY_SRC),
+            readback: read("raster read-back", pixels_bytes),
+            level_counts: storage(
+                "raster level counts",
+                counts_bytes,
+                wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            ),
+            level_counts_read: read("raster level counts read", counts_bytes),
+        })
+    }
+}
+
+impl RasterPipelines {
+    /// Compiles `source` and builds the four passes' pipelines over group 0
+    /// (`group0_layout`, the vertex source's bindings), group 1 (the raster buffers) and, for
+    /// the big-triangle preparation, group 2 (the indirect arguments it writes): the pipelines
+    /// and group 2's layout.
+    fn new(
+        device: &wgpu::Device,
+        label: &str,
+        source: String,
+        group0_layout: &wgpu::BindGroupLayout,
+    ) -> (Self, wgpu::BindGroupLayout) {
         let group1_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("raster group 1"),
             entries: &[
@@ -749,14 +768,6 @@ impl RasterCore {
         let group2_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("raster group 2"),
             entries: &[storage_entry(0, false)],
-        });
-        let group2 = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("raster big args"),
-            layout: &group2_layout,
-            entries: &[wgpu::BindGroupEntry {
-                binding: 0,
-                resource: big_args.as_entire_binding(),
-            }],
         });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(label),
@@ -786,33 +797,57 @@ impl RasterCore {
                 cache: None,
             })
         };
-        let pipelines = RasterPipelines {
+        let pipelines = Self {
             raster: pipeline("cs_raster", &layout2),
             prepare: pipeline("cs_big_prepare", &layout3),
             big: pipeline("cs_big", &layout2),
             resolve: pipeline("cs_resolve", &layout2),
             group1_layout,
         };
+        (pipelines, group2_layout)
+    }
+}
+
+impl RasterCore {
+    /// `source` is the full WGSL (vertex source + [`RASTER_WGSL`]); `group0_layout` the
+    /// source's own bindings; `levels` the LOD chain (level 0 alone for no LOD).
+    pub(crate) fn new(
+        ctx: &GpuContext,
+        label: &str,
+        source: String,
+        group0_layout: &wgpu::BindGroupLayout,
+        levels: &[LodLevel<'_>],
+        target: (u32, u32),
+        options: ComputeRasterOptions,
+    ) -> Result<Self, GpuError> {
+        let mesh = check_chain_and_target(ctx, label, levels, target)?;
+        let clustered = cluster_chain(levels)?;
+        let lod_sphere = bind_pose_sphere(mesh.positions(), 2.0)
+            .map_or([0.0, 0.0, 0.0, -1.0], |(c, r)| [c.x, c.y, c.z, r]);
+        let buffers = RasterBuffers::new(
+            ctx,
+            label,
+            &clustered,
+            target,
+            options.big_triangle_capacity,
+        )?;
+        let (pipelines, group2_layout) =
+            RasterPipelines::new(&ctx.device, label, source, group0_layout);
+        let group2 = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("raster big args"),
+            layout: &group2_layout,
+            entries: &[entry(0, &buffers.big_args)],
+        });
         Ok(Self {
             pipelines,
             group2,
-            params,
-            vertices,
-            indices,
+            buffers,
             instances: None,
             group1: None,
-            vis,
-            big,
-            big_count,
-            big_args,
-            color,
-            readback,
-            level_counts,
-            level_counts_read,
             levels: clustered.levels,
             lod_sphere,
-            width,
-            height,
+            width: target.0,
+            height: target.1,
             cluster_count: clustered.cluster_count,
             vertex_stride: clustered.vertex_stride,
             big_allocated: options.big_triangle_capacity,
@@ -855,15 +890,15 @@ impl RasterCore {
                 label: Some("raster group 1"),
                 layout: &self.pipelines.group1_layout,
                 entries: &[
-                    entry(0, &self.params),
-                    entry(1, &self.vertices),
-                    entry(2, &self.indices),
+                    entry(0, &self.buffers.params),
+                    entry(1, &self.buffers.vertices),
+                    entry(2, &self.buffers.indices),
                     entry(3, &buffer),
-                    entry(4, &self.vis),
-                    entry(5, &self.big),
-                    entry(6, &self.big_count),
-                    entry(7, &self.color),
-                    entry(8, &self.level_counts),
+                    entry(4, &self.buffers.vis),
+                    entry(5, &self.buffers.big),
+                    entry(6, &self.buffers.big_count),
+                    entry(7, &self.buffers.color),
+                    entry(8, &self.buffers.level_counts),
                 ],
             }));
             self.instances = Some(buffer);
@@ -959,12 +994,12 @@ impl RasterCore {
         timestamps: Option<RasterTimestamps<'_>>,
     ) {
         ctx.queue
-            .write_buffer(&self.params, 0, bytemuck::bytes_of(params));
+            .write_buffer(&self.buffers.params, 0, bytemuck::bytes_of(params));
         let Some(group1) = &self.group1 else {
             return;
         };
         if self.options.count_levels {
-            encoder.clear_buffer(&self.level_counts, 0, None);
+            encoder.clear_buffer(&self.buffers.level_counts, 0, None);
         }
         let tw = |begin: Option<u32>, end: u32| {
             timestamps.map(|t| wgpu::ComputePassTimestampWrites {
@@ -999,7 +1034,7 @@ impl RasterCore {
             pass.set_pipeline(&self.pipelines.big);
             pass.set_bind_group(0, group0, &[]);
             pass.set_bind_group(1, group1, &[]);
-            pass.dispatch_workgroups_indirect(&self.big_args, 0);
+            pass.dispatch_workgroups_indirect(&self.buffers.big_args, 0);
         }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -1025,16 +1060,19 @@ impl RasterCore {
                 label: Some("raster level counts"),
             });
         encoder.copy_buffer_to_buffer(
-            &self.level_counts,
+            &self.buffers.level_counts,
             0,
-            &self.level_counts_read,
+            &self.buffers.level_counts_read,
             0,
-            self.level_counts_read.size(),
+            self.buffers.level_counts_read.size(),
         );
         let sub = ctx.queue.submit([encoder.finish()]);
         crate::baked::wait(ctx, Some(sub))?;
-        let bytes =
-            crate::baked::read_buffer(ctx, &self.level_counts_read, self.level_counts_read.size())?;
+        let bytes = crate::baked::read_buffer(
+            ctx,
+            &self.buffers.level_counts_read,
+            self.buffers.level_counts_read.size(),
+        )?;
         Ok(bytes
             .chunks_exact(4)
             .take(self.levels.len())
@@ -1044,7 +1082,13 @@ impl RasterCore {
 
     /// Records the copy of the resolved image into the read-back buffer.
     pub(crate) fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) {
-        encoder.copy_buffer_to_buffer(&self.color, 0, &self.readback, 0, self.readback.size());
+        encoder.copy_buffer_to_buffer(
+            &self.buffers.color,
+            0,
+            &self.buffers.readback,
+            0,
+            self.buffers.readback.size(),
+        );
     }
 
     /// Waits for `submission` (which must include [`RasterCore::encode_readback`]) and
@@ -1055,7 +1099,7 @@ impl RasterCore {
         submission: Option<wgpu::SubmissionIndex>,
     ) -> Result<Vec<u8>, GpuError> {
         crate::baked::wait(ctx, submission)?;
-        crate::baked::read_buffer(ctx, &self.readback, self.readback.size())
+        crate::baked::read_buffer(ctx, &self.buffers.readback, self.buffers.readback.size())
     }
 }
 

@@ -120,3 +120,41 @@ pub fn first_frame(ctx: &GpuContext, store: &mut Store) -> (PaletteRing, Vec<Pal
         .unwrap();
     (ring, palette)
 }
+
+/// An engine's device on the adapter [`context`] chooses: sinew's
+/// [`GpuContext::required_limits`] with the adapter's buffer and texture sizes, then `edit`,
+/// and `features`. `None` (with the reason printed) only when no adapter exists.
+pub fn engine_device(
+    edit: impl FnOnce(&mut wgpu::Limits),
+    features: wgpu::Features,
+) -> Option<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
+    let own = context()?;
+    let adapter = own.adapter.clone();
+    let full = adapter.limits();
+    let mut limits = wgpu::Limits {
+        max_texture_dimension_1d: full.max_texture_dimension_1d,
+        max_texture_dimension_2d: full.max_texture_dimension_2d,
+        max_texture_dimension_3d: full.max_texture_dimension_3d,
+        max_storage_buffer_binding_size: full.max_storage_buffer_binding_size,
+        max_buffer_size: full.max_buffer_size,
+        ..GpuContext::required_limits()
+    };
+    edit(&mut limits);
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("engine device (test)"),
+        required_features: features,
+        required_limits: limits,
+        ..Default::default()
+    }))
+    .unwrap();
+    Some((adapter, device, queue))
+}
+
+/// [`engine_device`] wrapped by [`GpuContext::from_device`].
+pub fn wrapped_context(
+    edit: impl FnOnce(&mut wgpu::Limits),
+    features: wgpu::Features,
+) -> Option<GpuContext> {
+    let (adapter, device, queue) = engine_device(edit, features)?;
+    Some(GpuContext::from_device(adapter, device, queue).unwrap())
+}
