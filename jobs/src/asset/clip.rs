@@ -3,7 +3,8 @@ use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
 use crate::math::soa::{ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, LANES, SoaTransform};
 use crate::math::{
-    Transform, hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
+    Transform, flush_negligible, flush_negligible_quat, flush_negligible_vec3, hermite_basis,
+    hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
 };
 use glam::{Quat, Vec3};
 use wide::f32x8;
@@ -596,11 +597,14 @@ impl ClipBuilder<'_> {
     fn vec3(&mut self, track: &RawTrack<Vec3>, label: &str) -> Result<Channel, BakeError> {
         let timeline = self.check_track(track, label)?;
         let first = self.vec3_values.len() as u32;
-        self.vec3_values.extend_from_slice(&track.values);
+        // Negligible components are stored as zero (see `flush_negligible_vec3`: products
+        // of exporter noise are subnormal and stall Intel cores).
+        let flushed = |v: &Vec3| flush_negligible_vec3(*v);
+        self.vec3_values.extend(track.values.iter().map(flushed));
         let first_tangent = self.vec3_in.len() as u32;
         if track.interpolation == Interpolation::Hermite {
-            self.vec3_in.extend_from_slice(&track.in_tangents);
-            self.vec3_out.extend_from_slice(&track.out_tangents);
+            self.vec3_in.extend(track.in_tangents.iter().map(flushed));
+            self.vec3_out.extend(track.out_tangents.iter().map(flushed));
         }
         Ok(Channel {
             timeline,
@@ -622,16 +626,18 @@ impl ClipBuilder<'_> {
                 });
             }
             // Hermite rotations are interpolated component-wise, so keep their scale with the tangents.
+            // Negligible components are stored as zero, as in `vec3`.
             if track.interpolation == Interpolation::Hermite {
-                self.quat_values.push(*q);
+                self.quat_values.push(flush_negligible_quat(*q));
             } else {
-                self.quat_values.push(*q / len);
+                self.quat_values.push(flush_negligible_quat(*q / len));
             }
         }
         let first_tangent = self.quat_in.len() as u32;
         if track.interpolation == Interpolation::Hermite {
-            self.quat_in.extend_from_slice(&track.in_tangents);
-            self.quat_out.extend_from_slice(&track.out_tangents);
+            let flushed = |q: &Quat| flush_negligible_quat(*q);
+            self.quat_in.extend(track.in_tangents.iter().map(flushed));
+            self.quat_out.extend(track.out_tangents.iter().map(flushed));
         }
         Ok(Channel {
             timeline,
@@ -838,7 +844,7 @@ impl RawClip {
                                 location: format!("additive reference of bone '{name}'"),
                             });
                         }
-                        poses[bone.get()] = *pose;
+                        poses[bone.get()] = flush_negligible(pose);
                     }
                     poses
                 }
