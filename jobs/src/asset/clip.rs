@@ -1186,6 +1186,61 @@ mod tests {
     }
 
     #[test]
+    fn bake_stores_negligible_components_as_zero() {
+        use crate::math::NEGLIGIBLE;
+        let noisy_rest = Transform::new(
+            Vec3::new(1e-30, 1.0, -2e-12),
+            Quat::from_xyzw(1.4e-20, 0.0, 0.6, 0.8),
+            Vec3::new(1.0, 1.0, 1.0 + f32::EPSILON),
+        );
+        let rig = RawRig {
+            name: "r".into(),
+            bones: vec![RawBone {
+                name: "b".into(),
+                parent: None,
+                rest: noisy_rest,
+            }],
+        }
+        .bake()
+        .unwrap();
+        let rest = rig.rest_pose()[0];
+        assert_eq!(rest.translation, Vec3::new(0.0, 1.0, 0.0));
+        assert_eq!(rest.rotation, Quat::from_xyzw(0.0, 0.0, 0.6, 0.8));
+        assert_eq!(rest.scale, noisy_rest.scale);
+        // Keys: exporter noise (Fox's tail keys go down to 3.6e-25), a value just below the
+        // threshold and one at it, which stays.
+        let q0 = Quat::from_xyzw(3.56e-25, -2.1e-24, -0.0696, 0.9975).normalize();
+        let q1 = Quat::from_xyzw(NEGLIGIBLE, 0.0, 0.6, 0.8);
+        let raw = RawClip {
+            name: "c".into(),
+            bones: vec![RawBoneTracks {
+                bone: "b".into(),
+                translation: Some(RawTrack::linear(
+                    vec![0.0, 1.0],
+                    vec![Vec3::new(NEGLIGIBLE * 0.99, 2.0, 0.0), Vec3::X],
+                )),
+                rotation: Some(RawTrack::linear(vec![0.0, 1.0], vec![q0, q1])),
+                scale: None,
+            }],
+            ..Default::default()
+        };
+        let clip = raw.bake(&rig).unwrap();
+        let at = |t: f32| clip.sample_bone(BoneIndex(0), t);
+        assert_eq!(at(0.0).translation, Vec3::new(0.0, 2.0, 0.0));
+        assert_eq!(
+            at(0.0).rotation,
+            Quat::from_xyzw(0.0, 0.0, q0.z, q0.w),
+            "the normalised key, flushed"
+        );
+        assert_eq!(at(1.0).rotation.x, NEGLIGIBLE / q1.length());
+        // The shared-grid copy holds the same values.
+        let grid = clip.grid().unwrap();
+        let span = clip.locate(grid.timeline(), 0.0);
+        let block = grid.sample_block(0, &span).unwrap();
+        assert_eq!(block.lane(0), at(0.0));
+    }
+
+    #[test]
     fn locate_with_a_cursor_agrees_with_a_fresh_search() {
         let tl = Timeline {
             times: (0..50)
