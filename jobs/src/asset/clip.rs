@@ -1187,7 +1187,7 @@ mod tests {
 
     #[test]
     fn bake_stores_negligible_components_as_zero() {
-        use crate::math::NEGLIGIBLE;
+        use crate::math::NEGLIGIBLE_COMPONENT;
         let noisy_rest = Transform::new(
             Vec3::new(1e-30, 1.0, -2e-12),
             Quat::from_xyzw(1.4e-20, 0.0, 0.6, 0.8),
@@ -1210,14 +1210,14 @@ mod tests {
         // Keys: exporter noise (Fox's tail keys go down to 3.6e-25), a value just below the
         // threshold and one at it, which stays.
         let q0 = Quat::from_xyzw(3.56e-25, -2.1e-24, -0.0696, 0.9975).normalize();
-        let q1 = Quat::from_xyzw(NEGLIGIBLE, 0.0, 0.6, 0.8);
+        let q1 = Quat::from_xyzw(NEGLIGIBLE_COMPONENT, 0.0, 0.6, 0.8);
         let raw = RawClip {
             name: "c".into(),
             bones: vec![RawBoneTracks {
                 bone: "b".into(),
                 translation: Some(RawTrack::linear(
                     vec![0.0, 1.0],
-                    vec![Vec3::new(NEGLIGIBLE * 0.99, 2.0, 0.0), Vec3::X],
+                    vec![Vec3::new(NEGLIGIBLE_COMPONENT * 0.99, 2.0, 0.0), Vec3::X],
                 )),
                 rotation: Some(RawTrack::linear(vec![0.0, 1.0], vec![q0, q1])),
                 scale: None,
@@ -1232,7 +1232,7 @@ mod tests {
             Quat::from_xyzw(0.0, 0.0, q0.z, q0.w),
             "the normalised key, flushed"
         );
-        assert_eq!(at(1.0).rotation.x, NEGLIGIBLE / q1.length());
+        assert_eq!(at(1.0).rotation.x, NEGLIGIBLE_COMPONENT / q1.length());
         // The shared-grid copy holds the same values.
         let grid = clip.grid().unwrap();
         let span = clip.locate(grid.timeline(), 0.0);

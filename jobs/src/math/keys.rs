@@ -3,9 +3,9 @@ use glam::{Quat, Vec3, Vec4};
 
 /// Magnitude (2⁻³², about 2.3e-10) below which a component of a bone key, tangent or rest
 /// pose is stored as zero (see [`flush_negligible_vec3`]).
-pub const NEGLIGIBLE: f32 = 1.0 / 4_294_967_296.0;
+pub const NEGLIGIBLE_COMPONENT: f32 = 1.0 / 4_294_967_296.0;
 
-/// `v` with every component smaller in magnitude than [`NEGLIGIBLE`] set to zero.
+/// `v` with every component smaller in magnitude than [`NEGLIGIBLE_COMPONENT`] set to zero.
 ///
 /// Exporters leave rounding noise such as 1e-20 where a component should be zero (Fox's tail
 /// rotations have components down to 3.6e-25). The product of two such components, which every
@@ -14,10 +14,14 @@ pub const NEGLIGIBLE: f32 = 1.0 / 4_294_967_296.0;
 /// instruction. Flushed at bake time, every stored component is zero or at least 2⁻³², so such
 /// a product is zero or at least 2⁻⁶⁴, 62 binary orders above the subnormal range, which leaves
 /// room for weights, lerp fractions and cancellation. The values change by less than 2⁻³²:
-/// a unit quaternion by under 5e-10 rad, far below the 6e-8 that `f32` resolves near 1.
+/// a unit quaternion by under 1e-9 rad, far below the 6e-8 that `f32` resolves near 1.
 #[inline]
 pub fn flush_negligible_vec3(v: Vec3) -> Vec3 {
-    Vec3::select(v.abs().cmplt(Vec3::splat(NEGLIGIBLE)), Vec3::ZERO, v)
+    Vec3::select(
+        v.abs().cmplt(Vec3::splat(NEGLIGIBLE_COMPONENT)),
+        Vec3::ZERO,
+        v,
+    )
 }
 
 /// [`flush_negligible_vec3`] for the four components of a quaternion.
@@ -25,7 +29,7 @@ pub fn flush_negligible_vec3(v: Vec3) -> Vec3 {
 pub fn flush_negligible_quat(q: Quat) -> Quat {
     let v = Vec4::from(q);
     Quat::from_vec4(Vec4::select(
-        v.abs().cmplt(Vec4::splat(NEGLIGIBLE)),
+        v.abs().cmplt(Vec4::splat(NEGLIGIBLE_COMPONENT)),
         Vec4::ZERO,
         v,
     ))
