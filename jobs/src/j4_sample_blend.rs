@@ -436,3 +436,151 @@ pub fn sample_blend_bone_with(
     }
     acc.finish(&rest)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::asset::{AssetRegistry, Clip, LinearRotation};
+    use crate::math::soa::{soa_local_rows, subnormal_watch};
+    use std::sync::Arc;
+
+    /// Samples and blends `clips` (weights `weights`) through the SoA path, as the fused chain
+    /// does, at 480 frames of 1/120 s from staggered start times, under layer weights 1 (the
+    /// workload) and 0.6 (the rest pose fills in), and builds the local matrices from the
+    /// result. Returns the subnormal lanes found and the lanes checked.
+    fn watch_soa_path(rig: &Rig, clips: &[Arc<Clip>], weights: &[f32]) -> (u64, u64) {
+        let bones = rig.bone_count();
+        let mut blocks = vec![SoaTransform::default(); bones.div_ceil(LANES)];
+        subnormal_watch::take();
+        let (mut found, mut seen) = (0, 0);
+        for layer_weight in [1.0, 0.6] {
+            let mut cursors = SamplingCursors::default();
+            for frame in 0..480 {
+                let animations: Vec<AnimationToProcess> = clips
+                    .iter()
+                    .zip(weights)
+                    .enumerate()
+                    .map(|(i, (c, &w))| {
+                        AnimationToProcess::new(c.clone())
+                            .at(0.37 * i as f32 + frame as f32 / 120.0)
+                            .weight(w)
+                    })
+                    .collect();
+                let need = animations.iter().map(|a| a.clip.timelines().len()).sum();
+                let mut spans = vec![KeySpan::default(); need];
+                resolve_spans(&animations, &mut cursors, &mut spans);
+                let mut layer_weights = [0.0; MAX_LAYERS];
+                layer_weights[0] = layer_weight;
+                let e = EntitySampling {
+                    rig,
+                    animations: &animations,
+                    layer_weights,
+                    span_offset: 0,
+                    bone_offset: 0,
+                };
+                sample_blend_entity_soa(&e, &spans, bones, &mut blocks);
+                let (f, s) = subnormal_watch::take();
+                // Only the SoA path reports to the watch: zero lanes means it was not taken.
+                assert!(s > 0, "frame {frame}: the SoA path was not taken");
+                for b in &blocks {
+                    soa_local_rows(b);
+                }
+                let (f2, s2) = subnormal_watch::take();
+                (found, seen) = (found + f + f2, seen + s + s2);
+            }
+        }
+        (found, seen)
+    }
+
+    fn gltf(name: &str) -> (Arc<Rig>, Vec<Arc<Clip>>) {
+        let path = std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/assets/gltf/"
+        ))
+        .join(name);
+        let scene = crate::import::import_gltf(&path, &AssetRegistry::new())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        (scene.rig.clone(), scene.clips.clone())
+    }
+
+    /// Every clip of the sample files that takes the SoA path, alone, and with the file's other
+    /// such clips blended in pairs (Fox's Walk·0.7 + Run·0.3 is the workload) and all three,
+    /// under both LINEAR rotation rules. Fox's tail keys carry components down to 3.6e-25,
+    /// whose products underflow unless the bake stores them as zero.
+    #[test]
+    fn soa_sampling_of_the_sample_files_forms_no_subnormal_values() {
+        let mut checked = Vec::new();
+        for name in [
+            "Fox.glb",
+            "CesiumMan.glb",
+            "InterpolationTest.glb",
+            "RiggedSimple.glb",
+            "SimpleSkin.glb",
+        ] {
+            let (rig, clips) = gltf(name);
+            for mode in [LinearRotation::Slerp, LinearRotation::Nlerp] {
+                let gridded: Vec<Arc<Clip>> = clips
+                    .iter()
+                    .filter(|c| {
+                        c.grid()
+                            .is_some_and(|g| g.blocks() == rig.bone_count().div_ceil(LANES))
+                    })
+                    .map(|c| Arc::new(c.with_linear_rotation(mode)))
+                    .collect();
+                let mut sets: Vec<(Vec<Arc<Clip>>, Vec<f32>)> = gridded
+                    .iter()
+                    .map(|c| (vec![c.clone()], vec![1.0]))
+                    .collect();
+                for (i, a) in gridded.iter().enumerate() {
+                    for b in &gridded[i + 1..] {
+                        sets.push((vec![a.clone(), b.clone()], vec![0.7, 0.3]));
+                    }
+                }
+                if gridded.len() >= 3 {
+                    sets.push((gridded[..3].to_vec(), vec![0.5, 0.3, 0.2]));
+                }
+                for (set, weights) in &sets {
+                    let names: Vec<&str> = set.iter().map(|c| c.name()).collect();
+                    let (found, seen) = watch_soa_path(&rig, set, weights);
+                    assert_eq!(
+                        found, 0,
+                        "{name} {names:?} {mode:?}: {found} of {seen} lanes subnormal"
+                    );
+                    checked.push(format!("{name} {names:?}"));
+                }
+            }
+        }
+        for expected in [
+            "Fox.glb [\"Walk\", \"Run\"]",
+            "Fox.glb [\"Survey\", \"Walk\", \"Run\"]",
+        ] {
+            assert!(
+                checked.iter().any(|c| c == expected),
+                "{expected}: {checked:?}"
+            );
+        }
+        assert!(
+            checked.iter().any(|c| c.starts_with("CesiumMan")),
+            "{checked:?}"
+        );
+    }
+
+    /// The built-in character's clips that take the SoA path: walk and run, alone and blended.
+    #[test]
+    fn soa_sampling_of_the_builtin_character_forms_no_subnormal_values() {
+        let b = crate::builtin::bake_character(&AssetRegistry::new()).unwrap();
+        for mode in [LinearRotation::Slerp, LinearRotation::Nlerp] {
+            let walk = Arc::new(b.walk.with_linear_rotation(mode));
+            let run = Arc::new(b.run.with_linear_rotation(mode));
+            for (set, weights) in [
+                (vec![walk.clone()], vec![1.0]),
+                (vec![run.clone()], vec![1.0]),
+                (vec![walk, run], vec![0.6, 0.4]),
+            ] {
+                let (found, seen) = watch_soa_path(&b.rig, &set, &weights);
+                assert_eq!(found, 0, "{mode:?} {}: {found} of {seen}", set.len());
+            }
+        }
+    }
+}

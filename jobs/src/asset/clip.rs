@@ -3,7 +3,8 @@ use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
 use crate::math::soa::{ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, LANES, SoaTransform};
 use crate::math::{
-    Transform, hermite_basis, hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
+    Transform, flush_negligible, flush_negligible_quat, flush_negligible_vec3, hermite_basis,
+    hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
 };
 use glam::{Quat, Vec3};
 use wide::f32x8;
@@ -596,11 +597,14 @@ impl ClipBuilder<'_> {
     fn vec3(&mut self, track: &RawTrack<Vec3>, label: &str) -> Result<Channel, BakeError> {
         let timeline = self.check_track(track, label)?;
         let first = self.vec3_values.len() as u32;
-        self.vec3_values.extend_from_slice(&track.values);
+        // Negligible components are stored as zero (see `flush_negligible_vec3`: products
+        // of exporter noise are subnormal and stall Intel cores).
+        let flushed = |v: &Vec3| flush_negligible_vec3(*v);
+        self.vec3_values.extend(track.values.iter().map(flushed));
         let first_tangent = self.vec3_in.len() as u32;
         if track.interpolation == Interpolation::Hermite {
-            self.vec3_in.extend_from_slice(&track.in_tangents);
-            self.vec3_out.extend_from_slice(&track.out_tangents);
+            self.vec3_in.extend(track.in_tangents.iter().map(flushed));
+            self.vec3_out.extend(track.out_tangents.iter().map(flushed));
         }
         Ok(Channel {
             timeline,
@@ -622,16 +626,18 @@ impl ClipBuilder<'_> {
                 });
             }
             // Hermite rotations are interpolated component-wise, so keep their scale with the tangents.
+            // Negligible components are stored as zero, as in `vec3`.
             if track.interpolation == Interpolation::Hermite {
-                self.quat_values.push(*q);
+                self.quat_values.push(flush_negligible_quat(*q));
             } else {
-                self.quat_values.push(*q / len);
+                self.quat_values.push(flush_negligible_quat(*q / len));
             }
         }
         let first_tangent = self.quat_in.len() as u32;
         if track.interpolation == Interpolation::Hermite {
-            self.quat_in.extend_from_slice(&track.in_tangents);
-            self.quat_out.extend_from_slice(&track.out_tangents);
+            let flushed = |q: &Quat| flush_negligible_quat(*q);
+            self.quat_in.extend(track.in_tangents.iter().map(flushed));
+            self.quat_out.extend(track.out_tangents.iter().map(flushed));
         }
         Ok(Channel {
             timeline,
@@ -838,7 +844,7 @@ impl RawClip {
                                 location: format!("additive reference of bone '{name}'"),
                             });
                         }
-                        poses[bone.get()] = *pose;
+                        poses[bone.get()] = flush_negligible(pose);
                     }
                     poses
                 }
@@ -1177,6 +1183,61 @@ mod tests {
         assert_eq!(clip.sample_bone(BoneIndex(0), 1.0), Transform::IDENTITY);
         // Hermite at s = 0.5, dt = 2: 0*0.5 + 1*0.125*2 + 4*0.5 + (-1)*(-0.125)*2 = 2.5
         assert!((clip.sample_curve(0, 1.0).unwrap() - 2.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bake_stores_negligible_components_as_zero() {
+        use crate::math::NEGLIGIBLE_COMPONENT;
+        let noisy_rest = Transform::new(
+            Vec3::new(1e-30, 1.0, -2e-12),
+            Quat::from_xyzw(1.4e-20, 0.0, 0.6, 0.8),
+            Vec3::new(1.0, 1.0, 1.0 + f32::EPSILON),
+        );
+        let rig = RawRig {
+            name: "r".into(),
+            bones: vec![RawBone {
+                name: "b".into(),
+                parent: None,
+                rest: noisy_rest,
+            }],
+        }
+        .bake()
+        .unwrap();
+        let rest = rig.rest_pose()[0];
+        assert_eq!(rest.translation, Vec3::new(0.0, 1.0, 0.0));
+        assert_eq!(rest.rotation, Quat::from_xyzw(0.0, 0.0, 0.6, 0.8));
+        assert_eq!(rest.scale, noisy_rest.scale);
+        // Keys: exporter noise (Fox's tail keys go down to 3.6e-25), a value just below the
+        // threshold and one at it, which stays.
+        let q0 = Quat::from_xyzw(3.56e-25, -2.1e-24, -0.0696, 0.9975).normalize();
+        let q1 = Quat::from_xyzw(NEGLIGIBLE_COMPONENT, 0.0, 0.6, 0.8);
+        let raw = RawClip {
+            name: "c".into(),
+            bones: vec![RawBoneTracks {
+                bone: "b".into(),
+                translation: Some(RawTrack::linear(
+                    vec![0.0, 1.0],
+                    vec![Vec3::new(NEGLIGIBLE_COMPONENT * 0.99, 2.0, 0.0), Vec3::X],
+                )),
+                rotation: Some(RawTrack::linear(vec![0.0, 1.0], vec![q0, q1])),
+                scale: None,
+            }],
+            ..Default::default()
+        };
+        let clip = raw.bake(&rig).unwrap();
+        let at = |t: f32| clip.sample_bone(BoneIndex(0), t);
+        assert_eq!(at(0.0).translation, Vec3::new(0.0, 2.0, 0.0));
+        assert_eq!(
+            at(0.0).rotation,
+            Quat::from_xyzw(0.0, 0.0, q0.z, q0.w),
+            "the normalised key, flushed"
+        );
+        assert_eq!(at(1.0).rotation.x, NEGLIGIBLE_COMPONENT / q1.length());
+        // The shared-grid copy holds the same values.
+        let grid = clip.grid().unwrap();
+        let span = clip.locate(grid.timeline(), 0.0);
+        let block = grid.sample_block(0, &span).unwrap();
+        assert_eq!(block.lane(0), at(0.0));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
-use crate::math::Transform;
+use crate::math::{Transform, flush_negligible};
 use hashbrown::HashMap;
 
 /// The index of a bone in a baked [`Rig`] (parent-first order).
@@ -143,7 +143,12 @@ impl RawRig {
             .iter()
             .map(|&i| self.bones[i].parent.map_or(NO_PARENT, |p| new_index[p]))
             .collect();
-        let rest_pose: Vec<Transform> = order.iter().map(|&i| self.bones[i].rest).collect();
+        // Negligible components are stored as zero: the samplers multiply rest values
+        // together, and products of exporter noise are subnormal (see `flush_negligible`).
+        let rest_pose: Vec<Transform> = order
+            .iter()
+            .map(|&i| flush_negligible(&self.bones[i].rest))
+            .collect();
         let by_hash = hashes
             .iter()
             .enumerate()

@@ -1,4 +1,49 @@
+use super::Transform;
 use glam::{Quat, Vec3, Vec4};
+
+/// Magnitude (2⁻³², about 2.3e-10) below which a component of a bone key, tangent or rest
+/// pose is stored as zero (see [`flush_negligible_vec3`]).
+pub const NEGLIGIBLE_COMPONENT: f32 = 1.0 / 4_294_967_296.0;
+
+/// `v` with every component smaller in magnitude than [`NEGLIGIBLE_COMPONENT`] set to zero.
+///
+/// Exporters leave rounding noise such as 1e-20 where a component should be zero (Fox's tail
+/// rotations have components down to 3.6e-25). The product of two such components, which every
+/// dot product and squared length of the sampler forms, falls below `f32::MIN_POSITIVE`, and
+/// Intel cores handle subnormal results and operands in microcode, at about a hundred cycles an
+/// instruction. Flushed at bake time, every stored component is zero or at least 2⁻³², so such
+/// a product is zero or at least 2⁻⁶⁴, 62 binary orders above the subnormal range, which leaves
+/// room for weights, lerp fractions and cancellation. The values change by less than 2⁻³²:
+/// a unit quaternion by under 1e-9 rad, far below the 6e-8 that `f32` resolves near 1.
+#[inline]
+pub fn flush_negligible_vec3(v: Vec3) -> Vec3 {
+    Vec3::select(
+        v.abs().cmplt(Vec3::splat(NEGLIGIBLE_COMPONENT)),
+        Vec3::ZERO,
+        v,
+    )
+}
+
+/// [`flush_negligible_vec3`] for the four components of a quaternion.
+#[inline]
+pub fn flush_negligible_quat(q: Quat) -> Quat {
+    let v = Vec4::from(q);
+    Quat::from_vec4(Vec4::select(
+        v.abs().cmplt(Vec4::splat(NEGLIGIBLE_COMPONENT)),
+        Vec4::ZERO,
+        v,
+    ))
+}
+
+/// [`flush_negligible_vec3`] for every component of a transform.
+#[inline]
+pub fn flush_negligible(t: &Transform) -> Transform {
+    Transform {
+        translation: flush_negligible_vec3(t.translation),
+        rotation: flush_negligible_quat(t.rotation),
+        scale: flush_negligible_vec3(t.scale),
+    }
+}
 
 /// The four cubic Hermite basis functions at `s` in `[0, 1]`:
 /// `(h00, h10, h01, h11)` for value 0, tangent 0, value 1, tangent 1.

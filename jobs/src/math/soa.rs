@@ -13,6 +13,16 @@
 //! translations (scales) rather than their weighted sum. The two paths agree to about 1e-7
 //! (the tests allow 1e-6). Which path an entity takes depends only on its animations, so
 //! results never depend on the thread count or on the pipeline mode.
+//!
+//! Subnormal values are kept out of these kernels (Intel cores take about a hundred cycles
+//! over an instruction with a subnormal operand or result, or one that underflows): the bake
+//! stores key and rest-pose components below 2⁻³² as zero
+//! ([`flush_negligible_vec3`](super::flush_negligible_vec3)), so a product of two components
+//! is zero or above 2⁻⁶⁴. Inputs far outside the usual ranges can still underflow: blend
+//! weights below about 1e-18, and in slerp (whose `sin` raises its argument to the fourth
+//! power and `acos` the cosine to the eighth) a time within a millionth of a key interval past
+//! a key, or keys a half turn apart to within 0.002°. This crate's tests count the subnormal
+//! lanes of every intermediate value over the sample files and the built-in character.
 
 use super::Transform;
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
@@ -38,15 +48,86 @@ pub struct SoaTransform {
     pub scale: [f32x8; 3],
 }
 
+/// Counts, per thread, the lanes of the kernels' intermediate values that are subnormal and
+/// the products whose exact value is (a product that rounds to zero from below
+/// `f32::MIN_POSITIVE` stalls Intel cores just the same). Test builds of this crate only; the
+/// hooks below compile to nothing elsewhere. `wide`'s `acos` and `sin` are not looked into.
+#[cfg(test)]
+pub(crate) mod subnormal_watch {
+    use std::cell::Cell;
+    use wide::f32x8;
+
+    thread_local! {
+        static FOUND: Cell<u64> = const { Cell::new(0) };
+        static SEEN: Cell<u64> = const { Cell::new(0) };
+    }
+
+    fn count(lanes: impl Iterator<Item = f64>) {
+        for x in lanes {
+            SEEN.set(SEEN.get() + 1);
+            if x != 0.0 && x.abs() < f64::from(f32::MIN_POSITIVE) {
+                FOUND.set(FOUND.get() + 1);
+            }
+        }
+    }
+
+    /// Checks the lanes of `v`.
+    pub fn value(v: f32x8) {
+        count(v.to_array().into_iter().map(f64::from));
+    }
+
+    /// Checks the exact lane products `a · b` (exact in `f64`).
+    pub fn product(a: f32x8, b: f32x8) {
+        let (a, b) = (a.to_array(), b.to_array());
+        count(
+            a.into_iter()
+                .zip(b)
+                .map(|(x, y)| f64::from(x) * f64::from(y)),
+        );
+    }
+
+    /// `(subnormal lanes, lanes checked)` since the last call, on this thread.
+    pub fn take() -> (u64, u64) {
+        (FOUND.replace(0), SEEN.replace(0))
+    }
+}
+
+/// `v`, checked by `subnormal_watch` in test builds.
+#[inline(always)]
+fn watch(v: f32x8) -> f32x8 {
+    #[cfg(test)]
+    subnormal_watch::value(v);
+    v
+}
+
+/// `a · b`, its exact value checked by `subnormal_watch` in test builds.
+#[inline(always)]
+fn mul(a: f32x8, b: f32x8) -> f32x8 {
+    #[cfg(test)]
+    subnormal_watch::product(a, b);
+    watch(a * b)
+}
+
+/// `a · b + c`, fused where the target has FMA; the product is checked as well as the sum in
+/// test builds, since targets without FMA round it on its own.
+#[inline(always)]
+fn mul_add(a: f32x8, b: f32x8, c: f32x8) -> f32x8 {
+    #[cfg(test)]
+    subnormal_watch::product(a, b);
+    watch(a.mul_add(b, c))
+}
+
 #[inline(always)]
 fn lerp(a: f32x8, b: f32x8, s: f32x8) -> f32x8 {
-    (b - a).mul_add(s, a)
+    mul_add(watch(b - a), s, a)
 }
 
 /// Lane-wise 4-component dot product, grouped as glam's SSE2 `Vec4::dot`.
 #[inline(always)]
 pub fn dot4(a: &[f32x8; 4], b: &[f32x8; 4]) -> f32x8 {
-    (a[0] * b[0] + a[2] * b[2]) + (a[1] * b[1] + a[3] * b[3])
+    let even = watch(mul(a[0], b[0]) + mul(a[2], b[2]));
+    let odd = watch(mul(a[1], b[1]) + mul(a[3], b[3]));
+    watch(even + odd)
 }
 
 impl SoaTransform {
@@ -208,10 +289,10 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
     for c in 0..4 {
         near[c] = lerp(q0[c], q1[c], s);
     }
-    let inv_len = f32x8::ONE / dot4(&near, &near).sqrt();
+    let inv_len = watch(f32x8::ONE / watch(dot4(&near, &near).sqrt()));
     let len_ok = inv_len.is_finite() & inv_len.simd_gt(f32x8::ZERO);
     for c in 0..4 {
-        near[c] = len_ok.select(near[c] * inv_len, q0[c]);
+        near[c] = len_ok.select(mul(near[c], inv_len), q0[c]);
     }
     let is_near = d.simd_gt(f32x8::splat(0.9995));
     if is_near.all() {
@@ -220,13 +301,13 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
         }
         return near;
     }
-    let theta = d.min(f32x8::ONE).acos();
-    let sin_theta = theta.sin();
-    let wa = ((f32x8::ONE - s) * theta).sin() / sin_theta;
-    let wb = (s * theta).sin() / sin_theta;
+    let theta = watch(d.min(f32x8::ONE).acos());
+    let sin_theta = watch(theta.sin());
+    let wa = watch(watch(mul(f32x8::ONE - s, theta).sin()) / sin_theta);
+    let wb = watch(watch(mul(s, theta).sin()) / sin_theta);
     let mut out = [f32x8::ZERO; 4];
     for c in 0..4 {
-        let far = q0[c] * wa + q1[c] * wb;
+        let far = watch(mul(q0[c], wa) + mul(q1[c], wb));
         out[c] = tracked.select(is_near.select(near[c], far), q0[c]);
     }
     out
@@ -238,9 +319,11 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
 /// last bits may differ between CPU models (never between runs or thread counts on one).
 #[inline(always)]
 fn inv_sqrt(x: f32x8) -> f32x8 {
-    let y = x.recip_sqrt();
-    let half_x_y = x * f32x8::splat(0.5) * y;
-    y * half_x_y.mul_neg_add(y, f32x8::splat(1.5))
+    let y = watch(x.recip_sqrt());
+    let half_x_y = mul(mul(x, f32x8::splat(0.5)), y);
+    #[cfg(test)]
+    subnormal_watch::product(half_x_y, y);
+    mul(y, watch(half_x_y.mul_neg_add(y, f32x8::splat(1.5))))
 }
 
 /// Lane-wise [`super::nlerp_shortest`]; lanes whose bit in `tracked` is clear keep `q0`
@@ -256,7 +339,7 @@ fn nlerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
     let ok = len_sq.simd_ge(f32x8::splat(f32::MIN_POSITIVE)) & tracked;
     let inv = inv_sqrt(len_sq);
     for c in 0..4 {
-        v[c] = ok.select(v[c] * inv, q0[c]);
+        v[c] = ok.select(mul(v[c], inv), q0[c]);
     }
     v
 }
@@ -368,16 +451,16 @@ pub fn blend_block(
             let (s, w) = (f32x8::splat(k.s), f32x8::splat(k.w));
             let (v0, v1) = (field(r0), field(r1));
             for c in 0..3 {
-                acc[c] = lerp(v0[c], v1[c], s).mul_add(w, acc[c]);
+                acc[c] = mul_add(lerp(v0[c], v1[c], s), w, acc[c]);
             }
         }
         for c in &mut acc {
-            *c *= a;
+            *c = mul(*c, a);
         }
         if layer.missing > 0.0 {
             let m = f32x8::splat(layer.missing);
             for c in 0..3 {
-                acc[c] = rest[c].mul_add(m, acc[c]);
+                acc[c] = mul_add(rest[c], m, acc[c]);
             }
         }
         acc
@@ -412,24 +495,24 @@ pub fn blend_block(
         }
         let w = f32x8::splat(k.w);
         for (r, q) in sum.iter_mut().zip(q) {
-            *r = q.mul_add(w, *r);
+            *r = mul_add(q, w, *r);
         }
     }
     let mut p = sum;
     for c in &mut p {
-        *c *= a;
+        *c = mul(*c, a);
     }
     if layer.missing > 0.0 {
         let q = negate_where_negative(dot4(&p, &rest.rotation), rest.rotation);
         for (r, q) in p.iter_mut().zip(q) {
-            *r = q.mul_add(m, *r);
+            *r = mul_add(q, m, *r);
         }
     }
     let len_sq = dot4(&p, &p);
     let ok = len_sq.simd_gt(f32x8::splat(1e-12)) & len_sq.is_finite();
     let inv = inv_sqrt(len_sq);
     for ((o, c), r) in out.rotation.iter_mut().zip(p).zip(rest.rotation) {
-        *o = ok.select(c * inv, r);
+        *o = ok.select(mul(c, inv), r);
     }
 }
 
@@ -535,21 +618,21 @@ pub fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
     let [x, y, z, w] = t.rotation;
     let [sx, sy, sz] = t.scale;
     let (x2, y2, z2) = (x + x, y + y, z + z);
-    let (xx, xy, xz) = (x * x2, x * y2, x * z2);
-    let (yy, yz, zz) = (y * y2, y * z2, z * z2);
-    let (wx, wy, wz) = (w * x2, w * y2, w * z2);
+    let (xx, xy, xz) = (mul(x, x2), mul(x, y2), mul(x, z2));
+    let (yy, yz, zz) = (mul(y, y2), mul(y, z2), mul(z, z2));
+    let (wx, wy, wz) = (mul(w, x2), mul(w, y2), mul(w, z2));
     let one = f32x8::ONE;
     let [tx, ty, tz] = t.translation;
     let rows: [f32x8; 12] = [
-        (one - (yy + zz)) * sx,
-        (xy + wz) * sx,
-        (xz - wy) * sx,
-        (xy - wz) * sy,
-        (one - (xx + zz)) * sy,
-        (yz + wx) * sy,
-        (xz + wy) * sz,
-        (yz - wx) * sz,
-        (one - (xx + yy)) * sz,
+        mul(one - (yy + zz), sx),
+        mul(watch(xy + wz), sx),
+        mul(watch(xz - wy), sx),
+        mul(watch(xy - wz), sy),
+        mul(one - (xx + zz), sy),
+        mul(watch(yz + wx), sy),
+        mul(watch(xz + wy), sz),
+        mul(watch(yz - wx), sz),
+        mul(one - (xx + yy), sz),
         tx,
         ty,
         tz,
@@ -561,6 +644,7 @@ pub fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
 mod tests {
     use super::*;
     use crate::math::{LayerSum, PoseAccumulator, nlerp_shortest};
+    use glam::Vec4;
 
     fn poses(seed: u32) -> Vec<Transform> {
         (0..LANES as u32)
@@ -629,6 +713,47 @@ mod tests {
             };
             assert!((out[l].rotation - want).length() <= 1e-6, "lane {l}");
         }
+    }
+
+    #[test]
+    fn exporter_noise_in_rotation_keys_forms_subnormal_products_until_flushed() {
+        use crate::math::flush_negligible_quat;
+        // Two keys of Fox's Run clip, tail bone: x and y are rounding noise around 1e-24.
+        let k0 = Quat::from_xyzw(3.56e-25, -2.1e-24, -0.0696, 0.9975).normalize();
+        let k1 = Quat::from_xyzw(-1.2e-24, 9.8e-25, -0.0712, 0.9975).normalize();
+        let all = f32x8::ZERO.simd_lt(f32x8::ONE);
+        let rows = |q0: Quat, q1: Quat| {
+            let mut a = poses(1);
+            let mut b = poses(2);
+            a[3].rotation = q0;
+            b[3].rotation = q1;
+            (
+                SoaTransform::from_transforms(&a),
+                SoaTransform::from_transforms(&b),
+            )
+        };
+        let (a, b) = rows(k0, k1);
+        subnormal_watch::take();
+        let noisy = SoaTransform::lerp_nlerp(&a, &b, 0.4, all);
+        let (found, seen) = subnormal_watch::take();
+        // dot(k0, k1) and the squared length each multiply x by x and y by y: four products
+        // around 1e-48, below the smallest normal float (1.2e-38).
+        assert!(found >= 4, "{found} of {seen}");
+        let (a, b) = rows(flush_negligible_quat(k0), flush_negligible_quat(k1));
+        assert_eq!(flush_negligible_quat(k0).x, 0.0);
+        let flushed = SoaTransform::lerp_nlerp(&a, &b, 0.4, all);
+        let (found, seen) = subnormal_watch::take();
+        assert_eq!(found, 0, "{seen} lanes checked");
+        // The rotation moves by less than f32 resolves.
+        let (mut x, mut y) = ([Transform::IDENTITY; LANES], [Transform::IDENTITY; LANES]);
+        noisy.write_transforms(&mut x);
+        flushed.write_transforms(&mut y);
+        assert!(
+            (Vec4::from(x[3].rotation) - Vec4::from(y[3].rotation))
+                .abs()
+                .max_element()
+                <= 1e-23
+        );
     }
 
     #[test]
