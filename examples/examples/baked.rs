@@ -20,7 +20,7 @@ use sinew_gpu::raster::{ComputeBakedRenderer, LodLevel};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh, lod_chain};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-use sinew_jobs::builtin;
+use sinew_fixtures::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, RootMotion, SkinRef, animated};
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::Store;

@@ -8,7 +8,7 @@ use rayon::ThreadPoolBuilder;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, SkinnedMesh, Transform, bone_hash};
 use sinew_jobs::bake_texture::LodSwitch;
-use sinew_jobs::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
+use sinew_fixtures::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents,
     FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors, SkinRef,

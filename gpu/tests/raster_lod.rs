@@ -26,7 +26,7 @@ use sinew_gpu::raster::{ComputeBakedRenderer, ComputeCrowdRenderer, LodLevel};
 use sinew_gpu::render::{Camera, Instance, RgbaImage};
 use sinew_jobs::asset::{AssetRegistry, Clip, MeshLod, Rig, SkinnedMesh, lod_chain};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-use sinew_jobs::builtin;
+use sinew_fixtures::builtin;
 
 struct Setup {
     rig: Arc<Rig>,

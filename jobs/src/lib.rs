@@ -29,7 +29,6 @@
 pub mod animator;
 pub mod asset;
 pub mod bake_texture;
-pub mod builtin;
 pub mod component;
 pub mod deform;
 pub mod error;

@@ -7,7 +7,7 @@
 
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
-use sinew_jobs::builtin::{self, BakedCharacter};
+use sinew_fixtures::builtin::{self, BakedCharacter};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors,
     SkinRef,

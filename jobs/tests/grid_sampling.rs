@@ -10,15 +10,10 @@ use sinew_jobs::j4_sample_blend::{
     EntitySampling, SampleBlendJob, resolve_spans, sample_blend_bone,
 };
 use sinew_jobs::math::soa::LANES;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 fn clips(name: &str) -> (Arc<sinew_jobs::asset::Rig>, Vec<Arc<Clip>>) {
-    let path = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/assets/gltf/"
-    ))
-    .join(name);
+    let path = sinew_fixtures::asset_path(format!("gltf/{name}")).unwrap();
     let scene = import_gltf(&path, &AssetRegistry::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
     (scene.rig.clone(), scene.clips.clone())
 }

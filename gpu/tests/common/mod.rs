@@ -10,7 +10,7 @@ use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
 use sinew_jobs::bake_texture::{BakeTextureOptions, BakedAnimationTexture, bake_animation_texture};
-use sinew_jobs::builtin;
+use sinew_fixtures::builtin;
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::Store;
@@ -58,32 +58,20 @@ pub fn builtin_model() -> Model {
     }
 }
 
-/// `gltf/Fox.glb` under `SINEW_ASSETS`, else under the shared assets folder.
+/// `gltf/Fox.glb` of the fixture assets.
 pub fn fox_path() -> PathBuf {
-    match std::env::var_os("SINEW_ASSETS") {
-        Some(p) => PathBuf::from(p).join("gltf/Fox.glb"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/assets/gltf/Fox.glb"),
-    }
+    sinew_fixtures::asset_path("gltf/Fox.glb").unwrap()
 }
 
-/// Fox (first mesh, all clips) named `name`, or `None` (with a message) when the file is not
-/// there.
-pub fn fox_model(name: &'static str) -> Option<Model> {
-    let path = fox_path();
-    if !path.exists() {
-        eprintln!(
-            "SKIPPED Fox: {} not found (set SINEW_ASSETS to the assets folder)",
-            path.display()
-        );
-        return None;
-    }
-    let scene = import_gltf(&path, &AssetRegistry::new()).unwrap();
-    Some(Model {
+/// Fox (first mesh, all clips) named `name`.
+pub fn fox_model(name: &'static str) -> Model {
+    let scene = import_gltf(&fox_path(), &AssetRegistry::new()).unwrap();
+    Model {
         name,
         rig: scene.rig,
         mesh: scene.meshes[0].skinned_mesh.clone(),
         clips: scene.clips,
-    })
+    }
 }
 
 /// The diagonal of the bind pose's bounding box.
