@@ -8,13 +8,13 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use glam::{Affine3A, Mat4, Vec3, Vec4};
+use sinew_fixtures::builtin;
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::GpuContext;
 use sinew_gpu::raster::ComputeBakedRenderer;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-use sinew_fixtures::builtin;
 use sinew_jobs::import::import_gltf;
 use std::hint::black_box;
 use std::sync::Arc;

@@ -83,10 +83,11 @@ fn run(args: &Args) -> Result<String, String> {
         }
     };
     pool.install(|| {
-        let fox = match &args.fox {
-            Some(p) => load_fox(p)?,
-            None => load_fox(&sinew_fixtures::asset_path("gltf/Fox.glb").map_err(|e| e.to_string())?)?,
+        let fox_path = match &args.fox {
+            Some(p) => p.clone(),
+            None => sinew_fixtures::asset_path("gltf/Fox.glb").map_err(|e| e.to_string())?,
         };
+        let fox = load_fox(&fox_path)?;
         let (mut store, mut animator) = setup(&fox, args.n, pose_chain)?;
         let joints = fox.mesh.bone_count();
         let mut palette = vec![[0.0f32; 12]; args.n * joints];

@@ -3,13 +3,13 @@
 #![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
 use glam::Vec3;
+use sinew_fixtures::builtin;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, RawBone, RawRig, Rig, SkinnedMesh, Transform};
 use sinew_jobs::bake_texture::{
     BakeLayout, BakeTextureError, BakeTextureJob, BakeTextureOptions, BakedAnimationTexture,
     LodClock, LodPath, LodSwitch, bake_animation_texture, plan,
 };
-use sinew_fixtures::builtin;
 use sinew_jobs::component::{
     AnimationToProcess, Animations, EntityTransform, FrameSlot, RootMotion, SkinRef, animated,
 };

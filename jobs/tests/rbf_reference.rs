@@ -89,7 +89,9 @@ fn load() -> (Vec<Mesh>, serde_json::Value) {
         let read = |file: &str| -> Vec<Vec3> {
             match m["fixture_dir"].as_str() {
                 // OBJ files of the fixture assets (a folder under fixtures/assets).
-                Some(dir) => read_obj(&sinew_fixtures::asset_path(Path::new(dir).join(file)).unwrap()),
+                Some(dir) => {
+                    read_obj(&sinew_fixtures::asset_path(Path::new(dir).join(file)).unwrap())
+                }
                 None => read_f32(&dir.join(file)),
             }
         };

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use glam::Vec3;
+use sinew_fixtures::builtin;
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
 use sinew_jobs::bake_texture::{BakeTextureOptions, BakedAnimationTexture, bake_animation_texture};
-use sinew_fixtures::builtin;
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::Store;
