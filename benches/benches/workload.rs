@@ -6,7 +6,6 @@
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use sinew_examples::workload::{checksums, load_fox, run_frame, setup};
 use sinew_jobs::pipeline::PoseChain;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn bench(c: &mut Criterion) {
