@@ -1,23 +1,22 @@
-//! Baked animation textures: bake time (CPU, every clip of the built-in character and, when the
-//! shared assets are present, Fox, at 30 and 60 Hz) and, on an adapter, the time to draw a
+//! Baked animation textures: bake time (CPU, every clip of the built-in character and Fox, at
+//! 30 and 60 Hz) and, on an adapter, the time to draw a
 //! baked crowd offscreen (submitted and waited for; instances uploaded once), by the graphics
 //! pipeline (`BakedRenderer`) and by the compute rasteriser (`ComputeBakedRenderer`).
 //!
-//! `cargo bench -p sinew-benches --bench baked`. Set `SINEW_ASSETS` to the assets folder for
-//! Fox; without an adapter the draw benchmarks are skipped with a message.
+//! `cargo bench -p sinew-benches --bench baked`. Without an adapter the draw benchmarks are
+//! skipped with a message.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use glam::{Affine3A, Mat4, Vec3, Vec4};
+use sinew_fixtures::builtin;
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::GpuContext;
 use sinew_gpu::raster::ComputeBakedRenderer;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-use sinew_jobs::builtin;
 use sinew_jobs::import::import_gltf;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,9 +34,12 @@ fn models() -> Vec<Model> {
         )),
         Err(e) => eprintln!("built-in character failed to bake: {e}"),
     }
-    let fox = match std::env::var_os("SINEW_ASSETS") {
-        Some(p) => PathBuf::from(p).join("gltf/Fox.glb"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/assets/gltf/Fox.glb"),
+    let fox = match sinew_fixtures::asset_path("gltf/Fox.glb") {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("skipping Fox: {e}");
+            return out;
+        }
     };
     match import_gltf(&fox, &registry) {
         Ok(s) => match s.meshes.first() {

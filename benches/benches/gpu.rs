@@ -7,7 +7,6 @@
 //!
 //! Not a criterion bench (the split of one frame is what matters): `harness = false`, prints
 //! a table. Environment:
-//! - `SINEW_FOX`: path of Fox.glb (default `../../shared/assets/gltf/Fox.glb` from this crate).
 //! - `SINEW_BENCH_COUNTS`: crowd sizes, comma-separated (default `10000,100000,1000000`).
 //! - `SINEW_BENCH_FRAMES`: measured frames per (size, mode) (default 30; 3 warm-up frames).
 //! - `SINEW_BENCH_MODES`: `mapped,write_buffer,staging` subset (default `mapped,write_buffer`).
@@ -113,13 +112,7 @@ fn read_timestamps(ctx: &GpuContext, resolve: &wgpu::Buffer, n: u32) -> Result<V
 
 fn main() -> Result<(), BoxError> {
     // `cargo bench` passes `--bench`; ignore arguments.
-    let fox = PathBuf::from(env_or(
-        "SINEW_FOX",
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/assets/gltf/Fox.glb"
-        ),
-    ));
+    let fox = sinew_fixtures::asset_path("gltf/Fox.glb")?;
     let counts: Vec<usize> = env_or("SINEW_BENCH_COUNTS", "10000,100000,1000000")
         .split(',')
         .filter_map(|s| s.trim().replace('_', "").parse().ok())

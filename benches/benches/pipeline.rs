@@ -6,9 +6,9 @@
 //! 100 000 characters.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use sinew_fixtures::builtin::{self, BakedCharacter};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
-use sinew_jobs::builtin::{self, BakedCharacter};
 use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
 use sinew_runtime::store::Store;
 use std::time::{Duration, Instant};

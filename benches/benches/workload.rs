@@ -1,26 +1,16 @@
-//! `../shared/perf/WORKLOAD.md` through the full graph on Fox.glb: criterion time per frame for
-//! N = 1, 100, 1 000, 10 000 on 1 and 2 threads, with jobs 4, 6, 7 and 9 fused (the default)
-//! and staged (the baseline, four nodes with frame buffers between them), then a table of
-//! ns/joint and the checksums.
+//! The peers' benchmark workload (`sinew_examples::workload`) through the full graph on
+//! Fox.glb: criterion time per frame for N = 1, 100, 1 000, 10 000 on 1 and 2 threads, with
+//! jobs 4, 6, 7 and 9 fused (the default) and staged (the baseline, four nodes with frame
+//! buffers between them), then a table of ns/joint and the checksums.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use sinew_examples::workload::{checksums, load_fox, run_frame, setup};
 use sinew_jobs::pipeline::PoseChain;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-fn fox_path() -> String {
-    std::env::var("SINEW_FOX").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/assets/gltf/Fox.glb"
-        )
-        .to_string()
-    })
-}
-
 fn bench(c: &mut Criterion) {
-    let fox = load_fox(Path::new(&fox_path())).expect("Fox.glb");
+    let fox_path = sinew_fixtures::asset_path("gltf/Fox.glb").expect("Fox.glb");
+    let fox = load_fox(&fox_path).expect("Fox.glb");
     let joints = fox.mesh.bone_count();
     let mut lines = Vec::new();
     let mut group = c.benchmark_group("workload");

@@ -13,6 +13,7 @@
 
 use clap::Parser;
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec4};
+use sinew_fixtures::builtin;
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::GpuContext;
@@ -20,7 +21,6 @@ use sinew_gpu::raster::{ComputeBakedRenderer, LodLevel};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh, lod_chain};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-use sinew_jobs::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, RootMotion, SkinRef, animated};
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::Store;

@@ -17,9 +17,9 @@ struct Args {
     /// Worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Fox.glb.
-    #[arg(long, default_value = "../shared/assets/gltf/Fox.glb")]
-    fox: PathBuf,
+    /// Fox.glb (default: `fixtures/assets/gltf/Fox.glb` of the repository).
+    #[arg(long)]
+    fox: Option<PathBuf>,
     /// Timed runs (each at least 100 ms).
     #[arg(long, default_value_t = 10)]
     runs: usize,
@@ -83,7 +83,11 @@ fn run(args: &Args) -> Result<String, String> {
         }
     };
     pool.install(|| {
-        let fox = load_fox(&args.fox)?;
+        let fox_path = match &args.fox {
+            Some(p) => p.clone(),
+            None => sinew_fixtures::asset_path("gltf/Fox.glb").map_err(|e| e.to_string())?,
+        };
+        let fox = load_fox(&fox_path)?;
         let (mut store, mut animator) = setup(&fox, args.n, pose_chain)?;
         let joints = fox.mesh.bone_count();
         let mut palette = vec![[0.0f32; 12]; args.n * joints];

@@ -5,9 +5,9 @@
 use crate::lod::{LodState, LodSummary};
 use glam::{Quat, Vec3};
 use rayon::ThreadPoolBuilder;
+use sinew_fixtures::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, SkinnedMesh, Transform, bone_hash};
-use sinew_jobs::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents,
     FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors, SkinRef,

@@ -20,13 +20,13 @@ use std::error::Error;
 use std::sync::Arc;
 
 use glam::{Quat, Vec3};
+use sinew_fixtures::builtin::{self, BakedCharacter};
 use sinew_gpu::context::GpuContext;
 use sinew_gpu::palette_ring::{ENTRY_BYTES, crowd_palette_len, mapped_palette};
 use sinew_gpu::raster::ComputeCrowdRenderer;
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance, RgbaImage};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, SkinnedMesh, Transform};
-use sinew_jobs::builtin::{self, BakedCharacter};
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
 use sinew_jobs::frame::PaletteEntry;
 use sinew_runtime::store::{Entity, Store};

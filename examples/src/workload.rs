@@ -1,8 +1,8 @@
-//! The benchmark workload of `../shared/perf/WORKLOAD.md`, run through the full nine-job graph:
-//! N Fox characters, Walk·0.7 + Run·0.3 in one layer (LINEAR keys: translations lerped,
-//! rotations nlerped as ozz does — `Clip::with_linear_rotation(Nlerp)`; glTF's slerp is the
-//! importer's default — then blended as a weighted quaternion sum with sign alignment and
-//! normalised), hierarchy, float3x4 palettes (48 B, not ozz's 4x4).
+//! The peers' benchmark workload (WORKLOAD.md of the peer comparison), run through the full
+//! nine-job graph: N Fox characters, Walk·0.7 + Run·0.3 in one layer (LINEAR keys:
+//! translations lerped, rotations nlerped as ozz does — `Clip::with_linear_rotation(Nlerp)`;
+//! glTF's slerp is the importer's default — then blended as a weighted quaternion sum with sign
+//! alignment and normalised), hierarchy, float3x4 palettes (48 B, not ozz's 4x4).
 
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, LinearRotation, Rig, SkinnedMesh};

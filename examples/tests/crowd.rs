@@ -3,8 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
 
 use sinew_examples::crowd::{CrowdOptions, format_summary, run_crowd};
-use sinew_jobs::builtin::RUN_SPEED;
-use std::path::PathBuf;
+use sinew_fixtures::builtin::RUN_SPEED;
 
 fn opts(count: usize, frames: usize) -> CrowdOptions {
     CrowdOptions {
@@ -82,10 +81,7 @@ fn churn_respawns_the_asked_share_every_second() {
 
 #[test]
 fn a_gltf_model_can_be_crowded() {
-    let fox = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/assets/gltf/Fox.glb"
-    ));
+    let fox = sinew_fixtures::asset_path("gltf/Fox.glb").unwrap();
     let s = run_crowd(&CrowdOptions {
         gltf: Some(fox.clone()),
         clip: Some("Run".into()),

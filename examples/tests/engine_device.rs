@@ -15,10 +15,10 @@ use glam::Vec2;
 use sinew_examples::engine_device::{
     DeviceRequest, EngineOptions, EngineRun, create_engine_device, run_engine, spawn_crowd,
 };
+use sinew_fixtures::builtin;
 use sinew_gpu::render::RgbaImage;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
-use sinew_jobs::builtin;
 use sinew_jobs::frame::PaletteEntry;
 use sinew_runtime::store::Store;
 

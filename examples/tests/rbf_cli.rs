@@ -1,4 +1,4 @@
-//! The `rbf` example as a user runs it, on `../shared/assets/rbf`: the OBJ it writes keeps the
+//! The `rbf` example as a user runs it, on `fixtures/assets/rbf`: the OBJ it writes keeps the
 //! input's vertex order and faces, equals the library's result, and agrees with scipy's
 //! reference (`jobs/tests/data/rbf_reference`); bad inputs give one line on stderr and a
 //! non-zero exit status.
@@ -13,7 +13,7 @@ use std::sync::Arc;
 const EPSILON: &str = "3.578478427567448";
 
 fn assets() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/assets/rbf")
+    sinew_fixtures::asset_path("rbf").unwrap()
 }
 
 /// The example binary, built (or found up to date) by cargo for the profile this test was

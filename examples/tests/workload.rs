@@ -6,14 +6,9 @@
 use sinew_examples::workload::{FoxAssets, checksums, load_fox, run_frame, setup};
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::pipeline::PoseChain;
-use std::path::Path;
 
 fn fox() -> FoxAssets {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/assets/gltf/Fox.glb"
-    );
-    load_fox(Path::new(path)).unwrap()
+    load_fox(&sinew_fixtures::asset_path("gltf/Fox.glb").unwrap()).unwrap()
 }
 
 /// Palettes of `n` characters after each of `frames` frames, on `threads` workers.
@@ -43,7 +38,7 @@ fn palettes(
 
 #[test]
 fn checksums_match_ozz_animation_within_the_stated_tolerance() {
-    // ../shared/perf/WORKLOAD.md: ozz on fox_full_*, C++ / Rust builds, frames 0 and 100;
+    // WORKLOAD.md of the peer comparison: ozz on fox_full_*, C++ / Rust builds, frames 0 and 100;
     // a glTF-based implementation lands within about 2e-3 relative of them.
     let ozz_palette = [(-310.17, -310.37), (-226.66, -227.03)];
     let ozz_model = [(1964.6, 1964.1), (1899.2, 1898.6)];

@@ -6,7 +6,7 @@
 //! - libFuzzer (needs nightly or `RUSTC_BOOTSTRAP=1`):
 //!   `RUSTC_BOOTSTRAP=1 cargo fuzz run gltf_import -- -max_total_time=300`
 //!   (the `libfuzzer` feature is on by default; `fuzz/corpus/gltf_import` is seeded from
-//!   `../shared/assets/gltf/*.glb` by `fuzz/run.sh`).
+//!   `fixtures/assets/gltf/*.glb` by `fuzz/run.sh`).
 //! - A plain binary on stable Rust, which mutates the sample files itself (bit flips, byte
 //!   and integer overwrites, truncations, splices, number edits in the JSON chunk with the GLB
 //!   lengths kept consistent) with a deterministic xorshift PRNG:
@@ -269,9 +269,15 @@ mod harness {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let corpus = root.join("corpus/gltf_import");
         let artifacts = root.join("artifacts/gltf_import");
-        // Seed the corpus from the shared sample files (the corpus is not committed).
+        // Seed the corpus from the fixture sample files (the corpus is not committed).
         let _ = std::fs::create_dir_all(&corpus);
-        let samples = root.join("../../shared/assets/gltf");
+        let samples = match sinew_fixtures::asset_path("gltf") {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("no seed files: {e}");
+                std::process::exit(2);
+            }
+        };
         for p in std::fs::read_dir(&samples)
             .into_iter()
             .flatten()

@@ -35,7 +35,7 @@ fn builtin_model() -> Model {
 }
 
 fn fox_model() -> Model {
-    common::fox_model("fox").unwrap()
+    common::fox_model("fox")
 }
 
 /// Foreground mask: pixels that differ from the corner's (background) colour.

@@ -19,6 +19,7 @@ use common::context;
 use std::sync::Arc;
 
 use glam::{Affine3A, Quat, Vec3};
+use sinew_fixtures::builtin;
 use sinew_gpu::baked::draw::BakedRenderer;
 use sinew_gpu::baked::{BakedAnimationGpu, BakedInstance, BakedTexelFormat};
 use sinew_gpu::context::{GpuContext, GpuError};
@@ -26,7 +27,6 @@ use sinew_gpu::raster::{ComputeBakedRenderer, ComputeCrowdRenderer, LodLevel};
 use sinew_gpu::render::{Camera, Instance, RgbaImage};
 use sinew_jobs::asset::{AssetRegistry, Clip, MeshLod, Rig, SkinnedMesh, lod_chain};
 use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-use sinew_jobs::builtin;
 
 struct Setup {
     rig: Arc<Rig>,

@@ -17,10 +17,10 @@ use common::context;
 use std::sync::Arc;
 
 use glam::{Quat, Vec2, Vec3};
+use sinew_fixtures::builtin;
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance, RgbaImage};
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh, Transform};
-use sinew_jobs::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::{Entity, Store};

@@ -11,12 +11,12 @@ mod common;
 use std::sync::Arc;
 
 use glam::{Quat, Vec3};
+use sinew_fixtures::builtin;
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_gpu::palette_ring::{ENTRY_BYTES, PaletteRing, PaletteUpload, crowd_palette_len};
 use sinew_gpu::skin_pass::SkinPass;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, RawVertexInfluences, Rig, SkinnedMesh, Transform};
-use sinew_jobs::builtin;
 use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, animated};
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::{Entity, Store};

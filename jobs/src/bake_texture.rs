@@ -45,7 +45,7 @@
 //! ```
 //! use sinew_jobs::asset::AssetRegistry;
 //! use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-//! use sinew_jobs::builtin;
+//! use sinew_fixtures::builtin;
 //!
 //! let c = builtin::bake_character(&AssetRegistry::new())?;
 //! let clips = [c.idle.clone(), c.walk.clone()];

@@ -108,7 +108,7 @@ pub fn propagate_one(parents: &[u32], local: &[Transform], model: &mut [Affine3A
 ///
 /// [`sample_blend_entity_soa`]: crate::j4_sample_blend::sample_blend_entity_soa
 #[inline]
-pub fn propagate_soa(parents: &[u32], local: &[SoaTransform], model: &mut [Affine3A]) {
+pub(crate) fn propagate_soa(parents: &[u32], local: &[SoaTransform], model: &mut [Affine3A]) {
     let n = model.len().min(parents.len()).min(local.len() * LANES);
     let (model, parents) = (&mut model[..n], &parents[..n]);
     for (b, (block, parents)) in local.iter().zip(parents.chunks(LANES)).enumerate() {

@@ -83,7 +83,6 @@ pub mod animator;
 pub mod asset;
 #[cfg(feature = "baked")]
 pub mod bake_texture;
-pub mod builtin;
 pub mod component;
 #[cfg(feature = "rbf")]
 pub mod deform;

@@ -3,13 +3,13 @@
 #![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
 use glam::Vec3;
+use sinew_fixtures::builtin;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, RawBone, RawRig, Rig, SkinnedMesh, Transform};
 use sinew_jobs::bake_texture::{
     BakeLayout, BakeTextureError, BakeTextureJob, BakeTextureOptions, BakedAnimationTexture,
     bake_animation_texture, plan,
 };
-use sinew_jobs::builtin;
 use sinew_jobs::component::{
     AnimationToProcess, Animations, EntityTransform, FrameSlot, RootMotion, SkinRef, animated,
 };
@@ -17,7 +17,6 @@ use sinew_jobs::import::import_gltf;
 use sinew_jobs::lod::{LodClock, LodPath, LodSwitch};
 use sinew_jobs::pipeline::PipelineConfig;
 use sinew_runtime::store::{Entity, Store};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// A model: rig, mesh and the clips to bake.
@@ -38,31 +37,17 @@ fn builtin_model() -> Model {
     }
 }
 
-fn fox_path() -> PathBuf {
-    match std::env::var_os("SINEW_ASSETS") {
-        Some(p) => PathBuf::from(p).join("gltf/Fox.glb"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/assets/gltf/Fox.glb"),
-    }
-}
-
-/// Fox (glTF sample model), when the shared assets are present.
-fn fox_model() -> Option<Model> {
-    let path = fox_path();
-    if !path.exists() {
-        eprintln!(
-            "SKIPPED Fox: {} not found (set SINEW_ASSETS to the assets folder)",
-            path.display()
-        );
-        return None;
-    }
+/// Fox (glTF sample model, from the fixture assets).
+fn fox_model() -> Model {
+    let path = sinew_fixtures::asset_path("gltf/Fox.glb").unwrap();
     let scene = import_gltf(&path, &AssetRegistry::new()).unwrap();
     let mesh = scene.meshes[0].skinned_mesh.clone();
-    Some(Model {
+    Model {
         name: "Fox",
         rig: scene.rig,
         mesh,
         clips: scene.clips,
-    })
+    }
 }
 
 /// Rest-pose bounding-box diagonal of the mesh.
@@ -178,8 +163,7 @@ fn baked_frames_equal_the_pipeline_at_frame_times_builtin() {
 
 #[test]
 fn baked_frames_equal_the_pipeline_at_frame_times_fox() {
-    let Some(fox) = fox_model() else { return };
-    check_frame_times(&fox, 30.0);
+    check_frame_times(&fox_model(), 30.0);
 }
 
 #[test]
@@ -256,14 +240,12 @@ fn interpolation_error_decreases_with_rate_builtin() {
 
 #[test]
 fn interpolation_error_decreases_with_rate_fox() {
-    let Some(fox) = fox_model() else { return };
-    check_error_decreases(&fox);
+    check_error_decreases(&fox_model());
 }
 
 #[test]
 fn half_float_error_is_small_but_real() {
-    let mut models = vec![builtin_model()];
-    models.extend(fox_model());
+    let models = [builtin_model(), fox_model()];
     for m in &models {
         let full = bake(m, 30.0);
         let half = full.quantized_f16();

@@ -5,9 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
 
+use sinew_fixtures::builtin::{self, BakedCharacter};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
-use sinew_jobs::builtin::{self, BakedCharacter};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors,
     SkinRef,

@@ -1,4 +1,4 @@
-//! glTF import tests against the Khronos sample files in `shared/assets/gltf/` and hand-written
+//! glTF import tests against the Khronos sample files in `fixtures/assets/gltf/` and hand-written
 //! files. Expected values are derived independently: the JSON chunk is parsed here with
 //! serde_json, accessor floats are read from the BIN chunk by hand, and interpolation is
 //! computed from the glTF spec formulas.
@@ -11,6 +11,7 @@ use sinew_jobs::asset::{AssetRegistry, BoneIndex, Clip, Rig};
 use sinew_jobs::import::{GltfScene, ImportError, import_gltf, import_gltf_slice};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 const FILES: [&str; 5] = [
     "Fox.glb",
@@ -21,11 +22,7 @@ const FILES: [&str; 5] = [
 ];
 
 fn asset_path(name: &str) -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/assets/gltf/"
-    ))
-    .join(name)
+    sinew_fixtures::asset_path(format!("gltf/{name}")).unwrap()
 }
 
 /// A GLB file split by hand: the parsed JSON and the BIN chunk.
@@ -644,17 +641,80 @@ fn truncated_and_corrupted_samples_are_errors_not_panics() {
             import_gltf_slice(&b, None, &AssetRegistry::new()),
             Err(ImportError::Parse { .. })
         ));
-        // Flipping bytes anywhere in the JSON: Ok or Err, never a panic.
+        // One bit flipped anywhere in the JSON (300 times) or the whole file (100 times): a
+        // valid scene or an error with a message, within a second, and never a panic (the
+        // importer turns a caught panic into `Malformed`, which fails here).
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..300 {
+        let (mut ok, mut err, mut slowest) = (0, 0, Duration::ZERO);
+        for flip in 0..400 {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             let mut b = g.bytes.clone();
-            let at = g.json_range.start + (state as usize) % g.json_range.len();
-            b[at] ^= 1 << ((state >> 32) % 8);
-            let _ = import_gltf_slice(&b, None, &AssetRegistry::new());
+            let at = if flip < 300 {
+                g.json_range.start + (state as usize) % g.json_range.len()
+            } else {
+                (state as usize) % n
+            };
+            let bit = (state >> 32) % 8;
+            b[at] ^= 1 << bit;
+            let what = format!("{name}, flip {flip}: bit {bit} of byte {at}");
+            let start = Instant::now();
+            let r = import_gltf_slice(&b, None, &AssetRegistry::new());
+            let took = start.elapsed();
+            slowest = slowest.max(took);
+            assert!(
+                took < Duration::from_secs(1),
+                "{what}: the import took {took:?} (limit 1 s)"
+            );
+            match r {
+                Ok(scene) => {
+                    ok += 1;
+                    check_valid_scene(&scene, &what);
+                }
+                Err(e @ ImportError::Malformed { .. }) => {
+                    panic!("{what}: the importer panicked (caught as {e})")
+                }
+                Err(e) => {
+                    err += 1;
+                    let msg = e.to_string();
+                    let reason = msg.strip_prefix("<memory>").unwrap_or(&msg);
+                    // Every message is `<memory>: <place>: <reason>`; an empty reason leaves
+                    // nothing after the file name or a trailing colon.
+                    assert!(
+                        !reason
+                            .trim_start_matches(|c: char| c == ':' || c.is_whitespace())
+                            .is_empty()
+                            && !msg.trim_end().ends_with(':'),
+                        "{what}: error without a message: {msg:?} ({e:?})"
+                    );
+                }
+            }
         }
+        assert_eq!(ok + err, 400);
+        eprintln!("{name}: 400 bit flips: {ok} valid scenes, {err} errors, slowest {slowest:?}");
+    }
+}
+
+/// What a successful import promises: a rig with bones, meshes bound to bones with finite
+/// vertices, clips for the rig with finite non-negative durations.
+fn check_valid_scene(scene: &GltfScene, what: &str) {
+    assert!(scene.rig.bone_count() > 0, "{what}: a rig without bones");
+    for m in &scene.meshes {
+        let mesh = &m.skinned_mesh;
+        assert!(mesh.bone_count() > 0, "{what}: a mesh without bones");
+        assert!(
+            mesh.positions().iter().all(|p| p.is_finite()),
+            "{what}: a non-finite vertex"
+        );
+    }
+    for c in &scene.clips {
+        assert_eq!(c.bone_count(), scene.rig.bone_count(), "{what}: clip bones");
+        assert!(
+            c.duration().is_finite() && c.duration() >= 0.0,
+            "{what}: clip duration {}",
+            c.duration()
+        );
     }
 }
 
@@ -1275,7 +1335,8 @@ fn indices_the_gltf_crate_does_not_check_are_checked_here() {
 
 #[test]
 fn error_display_names_file_and_place() {
-    let e = import_gltf(&asset_path("does-not-exist.glb"), &AssetRegistry::new()).unwrap_err();
+    let missing = asset_path("Fox.glb").with_file_name("does-not-exist.glb");
+    let e = import_gltf(&missing, &AssetRegistry::new()).unwrap_err();
     assert!(matches!(e, ImportError::Io { .. }));
     assert!(e.to_string().contains("does-not-exist.glb"), "{e}");
     let e = import_gltf_slice(b"glTF\x02\x00\x00\x00", None, &AssetRegistry::new()).unwrap_err();

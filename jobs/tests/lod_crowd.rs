@@ -3,10 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::panic)] // tests: a failed step is a failed test
 
 use glam::{Quat, Vec3};
+use sinew_fixtures::builtin;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh, Transform};
 use sinew_jobs::bake_texture::BakeTextureOptions;
-use sinew_jobs::builtin;
 use sinew_jobs::component::{
     AnimationToProcess, EntityTransform, FrameSlot, RootMotion, SkinRef, animated,
 };

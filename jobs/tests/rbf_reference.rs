@@ -6,7 +6,7 @@
 //!
 //! | mesh | controls | vertices | what it exercises |
 //! |---|---|---|---|
-//! | sphere | 162 | 10 242 | `../shared/assets/rbf`, poses twist, bend, bulge |
+//! | sphere | 162 | 10 242 | `fixtures/assets/rbf`, poses twist, bend, bulge |
 //! | torus | 72 | 960 | genus 1, cage and mesh vertices interleaved |
 //! | slab | 150 | 1 800 | anisotropic (10 : 2 : 0.6), jittered cage, non-uniform density |
 //! | capsule | 132 | 2 442 | length 160 centred at (150, 90, −120): Fox's scale, far from the origin |
@@ -87,14 +87,11 @@ fn load() -> (Vec<Mesh>, serde_json::Value) {
     for m in manifest["meshes"].as_array().unwrap() {
         let s = |k: &str| m[k].as_str().unwrap().to_string();
         let read = |file: &str| -> Vec<Vec3> {
-            match m["obj_dir"].as_str() {
-                // The shared assets live beside the repository: ../shared from its root.
-                Some(obj_dir) => read_obj(
-                    &Path::new(env!("CARGO_MANIFEST_DIR"))
-                        .join("../..")
-                        .join(obj_dir)
-                        .join(file),
-                ),
+            match m["fixture_dir"].as_str() {
+                // OBJ files of the fixture assets (a folder under fixtures/assets).
+                Some(dir) => {
+                    read_obj(&sinew_fixtures::asset_path(Path::new(dir).join(file)).unwrap())
+                }
                 None => read_f32(&dir.join(file)),
             }
         };

@@ -22,7 +22,7 @@
 //! use sinew_gpu::context::GpuContext;
 //! use sinew_jobs::asset::AssetRegistry;
 //! use sinew_jobs::bake_texture::{BakeTextureOptions, bake_animation_texture};
-//! use sinew_jobs::builtin;
+//! use sinew_fixtures::builtin;
 //!
 //! let ctx = GpuContext::new()?;
 //! let c = builtin::bake_character(&AssetRegistry::new())?;

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use glam::Vec3;
+use sinew_fixtures::builtin;
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_gpu::palette_ring::{PaletteRing, crowd_palette_len};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, Rig, SkinnedMesh};
 use sinew_jobs::bake_texture::{BakeTextureOptions, BakedAnimationTexture, bake_animation_texture};
-use sinew_jobs::builtin;
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
 use sinew_runtime::store::Store;
@@ -18,7 +18,7 @@ use sinew_runtime::store::Store;
 /// A folder for the PNGs the tests write: cargo's per-target temporary folder where it
 /// exists (the machine that built the test), else the system's (a test binary copied to
 /// another machine, e.g. the GPU device).
-pub fn png_dir() -> PathBuf {
+pub(crate) fn png_dir() -> PathBuf {
     let built = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     if built.is_dir() {
         built
@@ -28,7 +28,7 @@ pub fn png_dir() -> PathBuf {
 }
 
 /// A context, or `None` (with the reason printed) only when no adapter exists at all.
-pub fn context() -> Option<GpuContext> {
+pub(crate) fn context() -> Option<GpuContext> {
     match GpuContext::new() {
         Ok(c) => Some(c),
         Err(GpuError::NoAdapter { backends, hint }) => {
@@ -40,15 +40,15 @@ pub fn context() -> Option<GpuContext> {
 }
 
 /// A model: rig, mesh and its clips.
-pub struct Model {
-    pub name: &'static str,
-    pub rig: Arc<Rig>,
-    pub mesh: Arc<SkinnedMesh>,
-    pub clips: Vec<Arc<Clip>>,
+pub(crate) struct Model {
+    pub(crate) name: &'static str,
+    pub(crate) rig: Arc<Rig>,
+    pub(crate) mesh: Arc<SkinnedMesh>,
+    pub(crate) clips: Vec<Arc<Clip>>,
 }
 
 /// The built-in character, clips in the order idle, walk, run, wave.
-pub fn builtin_model() -> Model {
+pub(crate) fn builtin_model() -> Model {
     let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
     Model {
         name: "builtin",
@@ -58,36 +58,24 @@ pub fn builtin_model() -> Model {
     }
 }
 
-/// `gltf/Fox.glb` under `SINEW_ASSETS`, else under the shared assets folder.
-pub fn fox_path() -> PathBuf {
-    match std::env::var_os("SINEW_ASSETS") {
-        Some(p) => PathBuf::from(p).join("gltf/Fox.glb"),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/assets/gltf/Fox.glb"),
-    }
+/// `gltf/Fox.glb` of the fixture assets.
+pub(crate) fn fox_path() -> PathBuf {
+    sinew_fixtures::asset_path("gltf/Fox.glb").unwrap()
 }
 
-/// Fox (first mesh, all clips) named `name`, or `None` (with a message) when the file is not
-/// there.
-pub fn fox_model(name: &'static str) -> Option<Model> {
-    let path = fox_path();
-    if !path.exists() {
-        eprintln!(
-            "SKIPPED Fox: {} not found (set SINEW_ASSETS to the assets folder)",
-            path.display()
-        );
-        return None;
-    }
-    let scene = import_gltf(&path, &AssetRegistry::new()).unwrap();
-    Some(Model {
+/// Fox (first mesh, all clips) named `name`.
+pub(crate) fn fox_model(name: &'static str) -> Model {
+    let scene = import_gltf(&fox_path(), &AssetRegistry::new()).unwrap();
+    Model {
         name,
         rig: scene.rig,
         mesh: scene.meshes[0].skinned_mesh.clone(),
         clips: scene.clips,
-    })
+    }
 }
 
 /// The diagonal of the bind pose's bounding box.
-pub fn model_size(mesh: &SkinnedMesh) -> f32 {
+pub(crate) fn model_size(mesh: &SkinnedMesh) -> f32 {
     let (lo, hi) = mesh.positions().iter().fold(
         (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)),
         |(lo, hi), p| (lo.min(*p), hi.max(*p)),
@@ -96,7 +84,7 @@ pub fn model_size(mesh: &SkinnedMesh) -> f32 {
 }
 
 /// `m`'s clips baked at `rate` frames per second.
-pub fn bake(ctx: &GpuContext, m: &Model, rate: f32) -> BakedAnimationTexture {
+pub(crate) fn bake(ctx: &GpuContext, m: &Model, rate: f32) -> BakedAnimationTexture {
     bake_animation_texture(
         &m.rig,
         &m.mesh,
@@ -108,7 +96,7 @@ pub fn bake(ctx: &GpuContext, m: &Model, rate: f32) -> BakedAnimationTexture {
 
 /// One frame (1/60 s) of the CPU pipeline over the crowd in `store`, its palettes written into
 /// a new ring: the ring and a copy of the palettes.
-pub fn first_frame(ctx: &GpuContext, store: &mut Store) -> (PaletteRing, Vec<PaletteEntry>) {
+pub(crate) fn first_frame(ctx: &GpuContext, store: &mut Store) -> (PaletteRing, Vec<PaletteEntry>) {
     let mut animator = Animator::new(store).unwrap();
     let entries = crowd_palette_len(store).unwrap();
     let mut ring = PaletteRing::with_best_mode(ctx, entries).unwrap();
@@ -124,7 +112,7 @@ pub fn first_frame(ctx: &GpuContext, store: &mut Store) -> (PaletteRing, Vec<Pal
 /// An engine's device on the adapter [`context`] chooses: sinew's
 /// [`GpuContext::required_limits`] with the adapter's buffer and texture sizes, then `edit`,
 /// and `features`. `None` (with the reason printed) only when no adapter exists.
-pub fn engine_device(
+pub(crate) fn engine_device(
     edit: impl FnOnce(&mut wgpu::Limits),
     features: wgpu::Features,
 ) -> Option<(wgpu::Adapter, wgpu::Device, wgpu::Queue)> {
@@ -151,7 +139,7 @@ pub fn engine_device(
 }
 
 /// [`engine_device`] wrapped by [`GpuContext::from_device`].
-pub fn wrapped_context(
+pub(crate) fn wrapped_context(
     edit: impl FnOnce(&mut wgpu::Limits),
     features: wgpu::Features,
 ) -> Option<GpuContext> {

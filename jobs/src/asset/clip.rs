@@ -262,14 +262,15 @@ impl KeyGrid {
     }
     /// The rest pose of block `b` (padding lanes are the identity).
     #[inline(always)]
-    pub fn rest_block(&self, b: usize) -> Option<&SoaTransform> {
+    pub(crate) fn rest_block(&self, b: usize) -> Option<&SoaTransform> {
         self.rest.get(b)
     }
     /// Samples block `b` at a span of the grid's timeline: translations and scales lerped,
     /// tracked rotations slerped or nlerped as the clip's [`LinearRotation`] says, untracked
     /// parts at the rest value.
     #[inline(always)]
-    pub fn sample_block(&self, b: usize, span: &KeySpan) -> Option<SoaTransform> {
+    #[cfg(test)]
+    pub(crate) fn sample_block(&self, b: usize, span: &KeySpan) -> Option<SoaTransform> {
         let r0 = self.rows.get(span.k0 as usize * self.blocks + b)?;
         let r1 = self.rows.get(span.k1 as usize * self.blocks + b)?;
         let tracked = *self.rotation_tracked.get(b)?;
@@ -285,7 +286,7 @@ impl KeyGrid {
     ///
     /// [`blend_block`]: crate::math::soa::blend_block
     #[inline]
-    pub fn keys_at(&self, span: &KeySpan, w: f32) -> Option<BlockKeys<'_>> {
+    pub(crate) fn keys_at(&self, span: &KeySpan, w: f32) -> Option<BlockKeys<'_>> {
         let row = |k: u32| {
             let start = k as usize * self.blocks;
             self.rows.get(start..start + self.blocks)

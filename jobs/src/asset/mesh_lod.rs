@@ -905,19 +905,6 @@ mod tests {
     }
 
     #[test]
-    fn builtin_character_chain() {
-        let ch = crate::builtin::character();
-        let mesh = ch.mesh.bake().expect("built-in mesh bakes");
-        let n = mesh.indices().len() / 3;
-        let chain = lod_chain(&mesh, &[0.25, 0.06]).expect("chain");
-        assert_eq!(chain.len(), 2);
-        assert!(chain[0].mesh.indices().len() / 3 <= (n as f64 * 0.25).round() as usize);
-        assert!(chain[1].mesh.indices().len() / 3 <= (n as f64 * 0.06).round() as usize);
-        assert!(chain[1].error >= chain[0].error);
-        assert_eq!(chain[1].mesh.bones(), mesh.bones());
-    }
-
-    #[test]
     fn bad_input_is_an_error() {
         let s = sphere(8, 4);
         assert!(matches!(

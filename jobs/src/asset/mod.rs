@@ -28,3 +28,7 @@ pub use mesh::{MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh,
 pub use mesh_lod::{MeshLod, lod_chain, point_triangle_distance, simplify_mesh};
 pub use registry::AssetRegistry;
 pub use rig::{BoneIndex, NO_PARENT, RawBone, RawRig, Rig};
+
+#[cfg(all(test, feature = "gltf"))]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod grid_sampling_tests;

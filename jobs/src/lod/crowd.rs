@@ -97,7 +97,7 @@ struct Member {
 /// use sinew_jobs::animator::Animator;
 /// use sinew_jobs::asset::{AssetRegistry, Transform};
 /// use sinew_jobs::bake_texture::BakeTextureOptions;
-/// use sinew_jobs::builtin;
+/// use sinew_fixtures::builtin;
 /// use sinew_jobs::component::{AnimationToProcess, EntityTransform, RootMotion, SkinRef, animated};
 /// use sinew_jobs::lod::{LodCrowd, LodPath, LodSwitch};
 /// use sinew_runtime::store::Store;

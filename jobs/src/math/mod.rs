@@ -4,7 +4,7 @@
 
 mod blend;
 mod keys;
-pub mod soa;
+pub(crate) mod soa;
 mod transform;
 
 pub use blend::{LayerSum, PoseAccumulator, additive_apply, quat_align};

@@ -29,23 +29,23 @@ use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
 use wide::{f32x4, f32x8};
 
 /// Bones per SoA block.
-pub const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// [`BlockKeys::animated`] bit: some lane of the block has a translation track.
-pub const ANIMATES_TRANSLATION: u8 = 1;
+pub(crate) const ANIMATES_TRANSLATION: u8 = 1;
 /// [`BlockKeys::animated`] bit: some lane of the block has a scale track.
-pub const ANIMATES_SCALE: u8 = 2;
+pub(crate) const ANIMATES_SCALE: u8 = 2;
 
 /// [`LANES`] transforms as structure of arrays: `translation[c]` holds component `c` of every
 /// lane, rotations as (x, y, z, w), scales likewise.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SoaTransform {
+pub(crate) struct SoaTransform {
     /// Translation x, y, z.
-    pub translation: [f32x8; 3],
+    pub(crate) translation: [f32x8; 3],
     /// Rotation x, y, z, w.
-    pub rotation: [f32x8; 4],
+    pub(crate) rotation: [f32x8; 4],
     /// Scale x, y, z.
-    pub scale: [f32x8; 3],
+    pub(crate) scale: [f32x8; 3],
 }
 
 /// Counts, per thread, the lanes of the kernels' intermediate values that are subnormal and
@@ -72,12 +72,12 @@ pub(crate) mod subnormal_watch {
     }
 
     /// Checks the lanes of `v`.
-    pub fn value(v: f32x8) {
+    pub(crate) fn value(v: f32x8) {
         count(v.to_array().into_iter().map(f64::from));
     }
 
     /// Checks the exact lane products `a · b` (exact in `f64`).
-    pub fn product(a: f32x8, b: f32x8) {
+    pub(crate) fn product(a: f32x8, b: f32x8) {
         let (a, b) = (a.to_array(), b.to_array());
         count(
             a.into_iter()
@@ -87,7 +87,7 @@ pub(crate) mod subnormal_watch {
     }
 
     /// `(subnormal lanes, lanes checked)` since the last call, on this thread.
-    pub fn take() -> (u64, u64) {
+    pub(crate) fn take() -> (u64, u64) {
         (FOUND.replace(0), SEEN.replace(0))
     }
 }
@@ -124,7 +124,7 @@ fn lerp(a: f32x8, b: f32x8, s: f32x8) -> f32x8 {
 
 /// Lane-wise 4-component dot product, grouped as glam's SSE2 `Vec4::dot`.
 #[inline(always)]
-pub fn dot4(a: &[f32x8; 4], b: &[f32x8; 4]) -> f32x8 {
+pub(crate) fn dot4(a: &[f32x8; 4], b: &[f32x8; 4]) -> f32x8 {
     let even = watch(mul(a[0], b[0]) + mul(a[2], b[2]));
     let odd = watch(mul(a[1], b[1]) + mul(a[3], b[3]));
     watch(even + odd)
@@ -132,7 +132,7 @@ pub fn dot4(a: &[f32x8; 4], b: &[f32x8; 4]) -> f32x8 {
 
 impl SoaTransform {
     /// Up to [`LANES`] transforms; missing lanes are the identity.
-    pub fn from_transforms(t: &[Transform]) -> Self {
+    pub(crate) fn from_transforms(t: &[Transform]) -> Self {
         let mut a = [[0.0f32; LANES]; 10];
         for l in 0..LANES {
             // (Lane-major input, component-major output: an index loop reads best.)
@@ -163,7 +163,7 @@ impl SoaTransform {
 
     /// Writes the first `out.len()` (at most [`LANES`]) lanes as transforms.
     #[inline(always)]
-    pub fn write_transforms(&self, out: &mut [Transform]) {
+    pub(crate) fn write_transforms(&self, out: &mut [Transform]) {
         write_vec3s(&self.translation, out, |o| &mut o.translation);
         write_vec3s(&self.scale, out, |o| &mut o.scale);
         let r = &self.rotation;
@@ -177,7 +177,7 @@ impl SoaTransform {
     }
 
     /// Lane `l`'s transform (the identity for `l ≥ LANES`).
-    pub fn lane(&self, l: usize) -> Transform {
+    pub(crate) fn lane(&self, l: usize) -> Transform {
         let at = |v: f32x8| v.as_array().get(l).copied();
         let (t, r, s) = (&self.translation, &self.rotation, &self.scale);
         match (
@@ -213,7 +213,7 @@ impl SoaTransform {
     }
 
     /// Sets lane `l` to `x` (nothing for `l ≥ LANES`).
-    pub fn set_lane(&mut self, l: usize, x: &Transform) {
+    pub(crate) fn set_lane(&mut self, l: usize, x: &Transform) {
         let [tx, ty, tz] = &mut self.translation;
         let [rx, ry, rz, rw] = &mut self.rotation;
         let [sx, sy, sz] = &mut self.scale;
@@ -238,8 +238,9 @@ impl SoaTransform {
 
     /// [`Self::lerp_nlerp`] with rotations slerped (as [`super::slerp_shortest`], to a few
     /// ulps; see `slerp_rotation`).
+    #[cfg(test)]
     #[inline(always)]
-    pub fn lerp_slerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
+    pub(crate) fn lerp_slerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
         let s = f32x8::splat(s);
         Self {
             translation: [0, 1, 2].map(|c| lerp(k0.translation[c], k1.translation[c], s)),
@@ -252,8 +253,9 @@ impl SoaTransform {
     /// rotations nlerped along the shortest path (as [`super::nlerp_shortest`]). Lanes whose
     /// bit in `rotation_tracked` is clear keep `k0`'s rotation (the grid stores an untracked
     /// bone's rest rotation there).
+    #[cfg(test)]
     #[inline(always)]
-    pub fn lerp_nlerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
+    pub(crate) fn lerp_nlerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
         let s = f32x8::splat(s);
         Self {
             translation: [0, 1, 2].map(|c| lerp(k0.translation[c], k1.translation[c], s)),
@@ -348,27 +350,27 @@ fn nlerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
 /// [`SoaTransform`] per block of [`LANES`] bones), the fraction between them, its weight
 /// (`> 0`) and, per block, which lanes have a rotation track.
 #[derive(Clone, Copy, Debug)]
-pub struct BlockKeys<'a> {
+pub(crate) struct BlockKeys<'a> {
     /// The earlier key row.
     pub k0: &'a [SoaTransform],
     /// The later key row.
     pub k1: &'a [SoaTransform],
     /// Fraction between them.
-    pub s: f32,
+    pub(crate) s: f32,
     /// The animation's weight.
-    pub w: f32,
+    pub(crate) w: f32,
     /// Lanes with a rotation track (all bits set), per block.
-    pub tracked: &'a [f32x8],
+    pub(crate) tracked: &'a [f32x8],
     /// Per block, [`ANIMATES_TRANSLATION`] and [`ANIMATES_SCALE`] when some lane has that
     /// track (a block without is the rest value in every row).
-    pub animated: &'a [u8],
+    pub(crate) animated: &'a [u8],
     /// Whether rotations slerp (glTF's LINEAR rule) rather than nlerp.
-    pub slerp: bool,
+    pub(crate) slerp: bool,
 }
 
 impl BlockKeys<'_> {
     /// No rows (fills unused slots of a fixed-size list).
-    pub const EMPTY: BlockKeys<'static> = BlockKeys {
+    pub(crate) const EMPTY: BlockKeys<'static> = BlockKeys {
         k0: &[],
         k1: &[],
         s: 0.0,
@@ -384,7 +386,7 @@ impl BlockKeys<'_> {
 /// [`super::PoseAccumulator::finish`] compute from the layer's weight sum `W` and the layer
 /// weight `λ`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SingleLayer {
+pub(crate) struct SingleLayer {
     /// `α / W`, the factor on the layer's weighted sum.
     a: f32,
     /// `max(1 − α, 0)`, the rest pose's share.
@@ -396,7 +398,7 @@ pub struct SingleLayer {
 impl SingleLayer {
     /// From the layer's weight sum and its layer weight.
     #[inline]
-    pub fn new(weight_sum: f32, layer_weight: f32) -> Self {
+    pub(crate) fn new(weight_sum: f32, layer_weight: f32) -> Self {
         let alpha = (layer_weight * weight_sum.min(1.0)).clamp(0.0, 1.0);
         if alpha <= 0.0 || weight_sum <= 0.0 {
             return Self {
@@ -421,7 +423,7 @@ impl SingleLayer {
 /// and the block's translations (scales) are the rest values, which the weighted sum equals
 /// up to rounding.
 #[inline(always)]
-pub fn blend_block(
+pub(crate) fn blend_block(
     keys: &[BlockKeys<'_>],
     b: usize,
     layer: &SingleLayer,
@@ -538,17 +540,19 @@ fn write_vec3s(v: &[f32x8; 3], out: &mut [Transform], field: fn(&mut Transform) 
 /// The weighted sum of one override layer's animations, [`LANES`] bones at once (the SoA twin
 /// of [`super::LayerSum`]; weights are per animation, not per lane: no masks). The reference
 /// for [`blend_block`] in tests.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SoaLayerSum {
+pub(crate) struct SoaLayerSum {
     /// Σ wᵢ·poseᵢ, rotations aligned lane by lane to the running sum.
-    pub pose: SoaTransform,
+    pub(crate) pose: SoaTransform,
     /// Σ wᵢ.
-    pub weight: f32,
+    pub(crate) weight: f32,
 }
 
+#[cfg(test)]
 impl SoaLayerSum {
     /// Adds `pose` with weight `w` (ignored unless `w > 0`).
-    pub fn add(&mut self, pose: &SoaTransform, w: f32) {
+    pub(crate) fn add(&mut self, pose: &SoaTransform, w: f32) {
         if w.is_nan() || w <= 0.0 {
             return;
         }
@@ -574,7 +578,7 @@ impl SoaLayerSum {
 /// operations in the same order as glam's `Affine3A::from_scale_rotation_translation`, so the
 /// results are identical). Lanes past `t.len()` are the identity.
 #[inline(always)]
-pub fn trs_to_affine4(t: &[Transform]) -> [Affine3A; 4] {
+pub(crate) fn trs_to_affine4(t: &[Transform]) -> [Affine3A; 4] {
     let get = |l: usize| t.get(l).copied().unwrap_or(Transform::IDENTITY);
     let tr = [get(0), get(1), get(2), get(3)];
     let [x, y, z, w] = f32x4::transpose([
@@ -614,7 +618,7 @@ pub fn trs_to_affine4(t: &[Transform]) -> [Affine3A; 4] {
 /// (and [`trs_to_affine4`]), so the values are identical, left in structure of arrays for
 /// [`mul_affine_by`](super::mul_affine_by) to broadcast from.
 #[inline(always)]
-pub fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
+pub(crate) fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
     let [x, y, z, w] = t.rotation;
     let [sx, sy, sz] = t.scale;
     let (x2, y2, z2) = (x + x, y + y, z + z);

@@ -5,7 +5,7 @@ Computes deformed high-poly positions with scipy's `RBFInterpolator` (degree 1, 
 kernels thin_plate_spline, gaussian, multiquadric, inverse_multiquadric, cubic) and the seed's
 normalized Gaussian mode (w = phi(eps r) / sum phi(eps r), in numpy) for:
 
-- sphere: ../shared/assets/rbf (162-vertex cage, 10242-vertex icosphere), poses twist, bend,
+- sphere: fixtures/assets/rbf (162-vertex cage, 10242-vertex icosphere), poses twist, bend,
   bulge;
 - torus: a 12x6 torus cage (major radius 2, minor 0.6) driving a 48x20 torus whose vertices lie
   between the cage's, poses twist and wave;
@@ -21,12 +21,12 @@ Writes into this script's directory:
 - manifest.json: meshes (input files, epsilon, sampled vertex indices file) and cases (mesh,
   pose, mode, kernel, offset of the case's block in the mesh's expected file);
 - <mesh>_low_rest.f32, <mesh>_low_<pose>.f32, <mesh>_high.f32 (generated meshes only; the
-  sphere is read from the shared OBJ files): little-endian float32, x y z per vertex;
+  sphere is read from the fixture OBJ files): little-endian float32, x y z per vertex;
 - <mesh>_sample.u32: indices of the high vertices stored (all of them, or every k-th);
 - <mesh>_expected.f32: for each case of the mesh in manifest order, the deformed positions of
   the sampled vertices (float32 x y z).
 
-Usage: python3 make_reference.py [--shared PATH_TO_shared/assets/rbf]
+Usage: python3 make_reference.py [--obj-dir FOLDER_WITH_sphere_OBJ_FILES]
 Requires numpy and scipy (pip install numpy scipy).
 """
 
@@ -40,6 +40,8 @@ from scipy.interpolate import RBFInterpolator
 from scipy.spatial import cKDTree
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The sphere's OBJ files: a folder under the repository's fixtures/assets (sinew_fixtures::asset_path).
+FIXTURE_DIR = "rbf"
 KERNELS = ["thin_plate_spline", "gaussian", "multiquadric", "inverse_multiquadric", "cubic"]
 MAX_SAMPLES = 1100
 
@@ -205,17 +207,17 @@ def write(name, array, dtype):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--shared",
-        default=os.path.join(HERE, "..", "..", "..", "..", "..", "shared", "assets", "rbf"),
-        help="folder with sphere_*.obj (default: the repository's ../shared/assets/rbf)",
+        "--obj-dir",
+        default=os.path.join(HERE, "..", "..", "..", "..", "fixtures", "assets", FIXTURE_DIR),
+        help="folder with sphere_*.obj (default: the repository's fixtures/assets/rbf)",
     )
     args = ap.parse_args()
 
     meshes = []
-    sphere_low = read_obj_vertices(os.path.join(args.shared, "sphere_low_rest.obj"))
-    sphere_high = read_obj_vertices(os.path.join(args.shared, "sphere_high.obj"))
+    sphere_low = read_obj_vertices(os.path.join(args.obj_dir, "sphere_low_rest.obj"))
+    sphere_high = read_obj_vertices(os.path.join(args.obj_dir, "sphere_high.obj"))
     sphere_poses = {
-        p: read_obj_vertices(os.path.join(args.shared, f"sphere_low_{p}.obj"))
+        p: read_obj_vertices(os.path.join(args.obj_dir, f"sphere_low_{p}.obj"))
         for p in ["twist", "bend", "bulge"]
     }
     meshes.append(("sphere", sphere_low, sphere_high, sphere_poses, True))
@@ -230,7 +232,7 @@ def main():
         "meshes": [],
         "cases": [],
     }
-    for name, low, high, poses, shared in meshes:
+    for name, low, high, poses, from_obj in meshes:
         eps = 1.0 / mean_nn_distance(low)
         stride = max(1, -(-len(high) // MAX_SAMPLES))
         sample = np.arange(0, len(high), stride, dtype=np.uint32)
@@ -243,8 +245,8 @@ def main():
             "expected": f"{name}_expected.f32",
             "poses": list(poses),
         }
-        if shared:
-            entry["obj_dir"] = "shared/assets/rbf"
+        if from_obj:
+            entry["fixture_dir"] = FIXTURE_DIR
             entry["low_rest"] = "sphere_low_rest.obj"
             entry["high"] = "sphere_high.obj"
             entry["posed"] = {p: f"sphere_low_{p}.obj" for p in poses}

@@ -1,24 +1,16 @@
 //! The shared-time-grid sampler (`KeyGrid`, SoA, 8 bones at a time) against the per-channel
 //! scalar reference (`Clip::sample_bone`) on the Khronos sample files, and the sampling job's
 //! SoA path against its per-bone reference (`sample_blend_bone`) on Fox's workload blend.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use sinew_jobs::asset::{AssetRegistry, BoneIndex, Clip, KeySpan, LinearRotation, Transform};
-use sinew_jobs::component::{AnimationToProcess, SamplingCursors};
-use sinew_jobs::import::import_gltf;
-use sinew_jobs::j4_sample_blend::{
-    EntitySampling, SampleBlendJob, resolve_spans, sample_blend_bone,
-};
-use sinew_jobs::math::soa::LANES;
-use std::path::PathBuf;
+use crate::asset::{AssetRegistry, BoneIndex, Clip, KeySpan, LinearRotation, Transform};
+use crate::component::{AnimationToProcess, SamplingCursors};
+use crate::import::import_gltf;
+use crate::j4_sample_blend::{EntitySampling, SampleBlendJob, resolve_spans, sample_blend_bone};
+use crate::math::soa::LANES;
 use std::sync::Arc;
 
-fn clips(name: &str) -> (Arc<sinew_jobs::asset::Rig>, Vec<Arc<Clip>>) {
-    let path = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/assets/gltf/"
-    ))
-    .join(name);
+fn clips(name: &str) -> (Arc<crate::asset::Rig>, Vec<Arc<Clip>>) {
+    let path = sinew_fixtures::asset_path(format!("gltf/{name}")).unwrap();
     let scene = import_gltf(&path, &AssetRegistry::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
     (scene.rig.clone(), scene.clips.clone())
 }
