@@ -16,7 +16,8 @@ use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
 use sinew_jobs::lod::LodSwitch;
 use sinew_runtime::store::{Entity, Store};
-use std::io::{IsTerminal, Write};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -481,7 +482,17 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         .collect();
     let mut animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
     let footstep = bone_hash(FOOTSTEP);
-    let show = opts.progress && std::io::stdout().is_terminal();
+    // Drawn only on a terminal, so that piped output (`--json`, logs) stays clean.
+    let progress = if opts.progress && std::io::stdout().is_terminal() {
+        ProgressBar::with_draw_target(Some(opts.frames as u64), ProgressDrawTarget::stdout())
+    } else {
+        ProgressBar::hidden()
+    };
+    progress.set_style(
+        ProgressStyle::with_template("[{bar:40}] {pos}/{len} frames, {per_sec}, eta {eta}")
+            .map_err(|e| e.to_string())?
+            .progress_chars("#>-"),
+    );
 
     // Palettes go into one reusable slice, as they would into a mapped GPU buffer.
     let mut palette: Vec<PaletteEntry> = Vec::new();
@@ -555,21 +566,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                     .count() as u64
         });
         drop(q);
-        if show && (frame % 10 == 0 || frame == opts.frames) {
-            let w = 40;
-            let done = frame * w / opts.frames;
-            print!(
-                "\r[{}{}] {frame}/{} frames",
-                "#".repeat(done),
-                " ".repeat(w - done),
-                opts.frames
-            );
-            let _ = std::io::stdout().flush();
-        }
+        progress.set_position(frame as u64);
     }
-    if show {
-        println!();
-    }
+    progress.finish_and_clear();
     if let Some(l) = &lod {
         l.sync_transforms(&mut store)?;
     }
