@@ -4,6 +4,7 @@
 
 use crate::lod::{LodState, LodSummary};
 use glam::{Quat, Vec3};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::ThreadPoolBuilder;
 use sinew_fixtures::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
 use sinew_jobs::animator::Animator;
@@ -16,7 +17,6 @@ use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
 use sinew_jobs::lod::LodSwitch;
 use sinew_runtime::store::{Entity, Store};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;

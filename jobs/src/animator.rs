@@ -1,9 +1,13 @@
 //! [`Animator`]: the pipeline's graph with the calls an engine makes each frame.
 
 use crate::component::FrameSlot;
-use crate::frame::{FrameOffsets, PaletteBuffer, PaletteDestination, PaletteEntry, PaletteOffsets};
+use crate::frame::{
+    FrameOffsets, LocalPoses, ModelPoses, PaletteBuffer, PaletteDestination, PaletteEntry,
+    PaletteOffsets,
+};
 use crate::pipeline::{
-    FrameTime, PipelineConfig, PipelineNodes, insert_resources, register, register_layout,
+    FrameTime, PipelineConfig, PipelineNodes, PoseChain, insert_resources, register,
+    register_layout,
 };
 use sinew_runtime::graph::{FrameError, Graph, GraphBuildError, GraphBuilder, NodeTiming};
 use sinew_runtime::store::{Entity, Store};
@@ -40,9 +44,16 @@ impl Animator {
     /// The pipeline with a configuration, plus whatever `extend` adds to the builder (user
     /// nodes and their edges, using the pipeline's node ids).
     ///
+    /// A node that edits poses (writes [`LocalPoses`] or [`ModelPoses`]) needs
+    /// [`PoseChain::Staged`](crate::pipeline::PoseChain::Staged), where those buffers exist
+    /// between jobs, and an edge to [`PipelineNodes::skinning`] so that its edits reach this
+    /// frame's palettes.
+    ///
     /// # Errors
     /// [`GraphBuildError`] when the user's additions make a cycle or an unordered write
-    /// conflict.
+    /// conflict, and [`GraphBuildError::Misplaced`], saying what to do instead, for a node
+    /// that edits poses after the palettes are written or in the fused pipeline, or one
+    /// ordered between two of the fused jobs 4, 6, 7 and 9.
     pub fn with(
         store: &mut Store,
         config: PipelineConfig,
@@ -51,11 +62,16 @@ impl Animator {
         insert_resources(store);
         let mut builder = GraphBuilder::new();
         let nodes = register(&mut builder, config)?;
+        let pipeline_nodes = builder.len();
         extend(&mut builder, &nodes);
+        let graph = builder
+            .build()
+            .map_err(|e| explain_build_error(e, config.pose_chain, &nodes))?;
+        check_pose_editors(&graph, pipeline_nodes, config.pose_chain, &nodes)?;
         let mut layout = GraphBuilder::new();
         register_layout(&mut layout);
         Ok(Self {
-            graph: builder.build()?,
+            graph,
             layout: layout.build()?,
             nodes,
         })
@@ -189,6 +205,110 @@ impl FrameLayout<'_> {
     /// The instance table: each entity's first palette entry, by entity index.
     pub fn palette_offsets(&self) -> &PaletteOffsets {
         palette_offsets(self.store)
+    }
+}
+
+/// Build errors a user node causes by where it asks to run, said as what they are, with the
+/// fix: a cycle through the fused chain node (the node asked to run between two of its jobs),
+/// and an unordered write of a pose buffer (a pose-editing node without edges).
+fn explain_build_error(
+    e: GraphBuildError,
+    chain: PoseChain,
+    nodes: &PipelineNodes,
+) -> GraphBuildError {
+    if let GraphBuildError::UnorderedWriteConflict { b, type_name, .. } = &e {
+        let pose = ["::ModelPoses", "::LocalPoses"]
+            .iter()
+            .find(|t| type_name.ends_with(*t));
+        if let Some(pose) = pose {
+            return pose_editor_error(b.clone(), &pose[2..], chain, None);
+        }
+        return e;
+    }
+    let GraphBuildError::Cycle { nodes: cycle } = &e else {
+        return e;
+    };
+    if chain == PoseChain::Staged || cycle.len() < 2 {
+        return e;
+    }
+    let chain_name = PipelineNodes::FUSED_CHAIN_NAME;
+    match (
+        cycle.iter().any(|n| n == chain_name),
+        cycle.iter().find(|n| *n != chain_name),
+    ) {
+        (true, Some(node)) if nodes.sample_blend == nodes.skinning => GraphBuildError::Misplaced {
+            node: node.clone(),
+            problem: format!(
+                "it is ordered both after and before `{chain_name}`, the one node that runs jobs \
+                 4, 6, 7 and 9 entity by entity in the fused pipeline"
+            ),
+            fix: "to run it between two of those jobs (after 7 and before 9, say), build the \
+                  pipeline with `PoseChain::Staged`"
+                .into(),
+        },
+        _ => e,
+    }
+}
+
+/// User nodes (insertion index `first_user` on) that write pose buffers must run before the
+/// palettes are written, and only where those buffers exist between jobs (staged).
+fn check_pose_editors(
+    graph: &Graph,
+    first_user: usize,
+    chain: PoseChain,
+    nodes: &PipelineNodes,
+) -> Result<(), GraphBuildError> {
+    let skinning = graph.node_name(nodes.skinning).unwrap_or("9 skinning");
+    for id in graph.node_ids().skip(first_user) {
+        let Some(access) = graph.access(id) else {
+            continue;
+        };
+        let edits = if access.writes::<ModelPoses>() {
+            "ModelPoses"
+        } else if access.writes::<LocalPoses>() {
+            "LocalPoses"
+        } else {
+            continue;
+        };
+        let node = graph.node_name(id).unwrap_or_default().to_string();
+        if matches!(chain, PoseChain::Fused { .. }) || !graph.runs_before(id, nodes.skinning) {
+            return Err(pose_editor_error(node, edits, chain, Some(skinning)));
+        }
+    }
+    Ok(())
+}
+
+/// The error for a node that writes the pose buffer `edits` where no palette sees it.
+fn pose_editor_error(
+    node: String,
+    edits: &str,
+    chain: PoseChain,
+    skinning: Option<&str>,
+) -> GraphBuildError {
+    let skinning = skinning.unwrap_or("9 skinning");
+    match chain {
+        PoseChain::Fused { .. } => GraphBuildError::Misplaced {
+            node,
+            problem: format!(
+                "it writes `{edits}`, but the fused pipeline keeps each entity's poses in \
+                 per-worker scratch while `{}` writes its palette, so the edit would reach no \
+                 palette",
+                PipelineNodes::FUSED_CHAIN_NAME
+            ),
+            fix: "build the pipeline with `PoseChain::Staged` and order the node after \
+                  `PipelineNodes::propagate` and before `PipelineNodes::skinning`"
+                .into(),
+        },
+        PoseChain::Staged => GraphBuildError::Misplaced {
+            node,
+            problem: format!(
+                "it writes `{edits}`, which `{skinning}` reads, but nothing orders it before \
+                 `{skinning}`, so its edits would miss this frame's palettes"
+            ),
+            fix: "add an edge from it to `PipelineNodes::skinning` (and from \
+                  `PipelineNodes::propagate` to it, to edit this frame's model poses)"
+                .into(),
+        },
     }
 }
 

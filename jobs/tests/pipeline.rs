@@ -15,7 +15,7 @@ use sinew_jobs::component::{
 };
 use sinew_jobs::frame::{LocalPoses, ModelPoses};
 use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
-use sinew_runtime::graph::{Access, FnNode, NodeError};
+use sinew_runtime::graph::{Access, FnNode, GraphBuildError, NodeError};
 use sinew_runtime::store::{Entity, Store};
 use std::f32::consts::FRAC_PI_2;
 use std::sync::Arc;
@@ -679,15 +679,69 @@ fn staged() -> PipelineConfig {
 
 #[test]
 fn a_fused_chain_refuses_a_node_between_propagation_and_skinning() {
-    // With jobs 4, 6, 7 and 9 fused, "after 7 and before 9" is a cycle: the build says so
-    // instead of running the node at the wrong time.
+    // With jobs 4, 6, 7 and 9 fused, "after 7 and before 9" is a cycle: the build says what
+    // the node asked for and what to do, instead of running it at the wrong time.
     let mut store = Store::new();
     let err = Animator::with(&mut store, PipelineConfig::default(), |b, nodes| {
         let ik = b.add_node(FnNode::new("ik", Access::new(), |_| Ok(())));
         b.add_edge(nodes.propagate, ik).add_edge(ik, nodes.skinning);
     })
     .unwrap_err();
-    assert!(err.to_string().contains("ik"), "{err}");
+    let text = err.to_string();
+    assert!(
+        matches!(err, GraphBuildError::Misplaced { ref node, .. } if node == "ik"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ordered both after and before `4·6·7·9 pose chain`")
+            && text.contains("PoseChain::Staged"),
+        "{text}"
+    );
+}
+
+/// A node that edits poses must reach this frame's palettes: in the staged pipeline it is
+/// ordered before skinning or refused with the fix; in the fused one it is refused (the poses
+/// live in per-worker scratch there).
+#[test]
+fn a_pose_editing_node_is_ordered_before_skinning_or_refused_with_the_fix() {
+    let edits_model = || FnNode::new("ik", Access::new().write::<ModelPoses>(), |_| Ok(()));
+    let mut store = Store::new();
+    // Staged, no edge: it would run after skinning (insertion order) and change nothing.
+    let err = Animator::with(&mut store, staged(), |b, _| {
+        b.add_node(edits_model());
+    })
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("node `ik`: it writes `ModelPoses`, which `9 skinning` reads")
+            && text.contains("add an edge from it to `PipelineNodes::skinning`"),
+        "{text}"
+    );
+    // Staged, ordered after propagation and before skinning: accepted.
+    Animator::with(&mut store, staged(), |b, nodes| {
+        let ik = b.add_node(edits_model());
+        b.add_edge(nodes.propagate, ik).add_edge(ik, nodes.skinning);
+    })
+    .unwrap();
+    // Fused: refused whatever its edges, with the staged pipeline as the fix.
+    for keep in [false, true] {
+        let config = PipelineConfig {
+            pose_chain: PoseChain::Fused {
+                keep_model_poses: keep,
+            },
+            ..Default::default()
+        };
+        let err = Animator::with(&mut store, config, |b, nodes| {
+            let ik = b.add_node(edits_model());
+            b.add_edge(ik, nodes.skinning);
+        })
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("per-worker scratch") && text.contains("`PoseChain::Staged`"),
+            "{text}"
+        );
+    }
 }
 
 #[test]

@@ -254,3 +254,8 @@ pub fn register(
         }
     }
 }
+
+impl PipelineNodes {
+    /// The name of the fused pipeline's node for jobs 4, 6, 7 and 9.
+    pub const FUSED_CHAIN_NAME: &'static str = "4·6·7·9 pose chain";
+}

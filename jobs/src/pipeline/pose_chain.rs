@@ -27,7 +27,7 @@ pub(super) struct PoseChainNode {
 
 impl Node for PoseChainNode {
     fn name(&self) -> &str {
-        "4·6·7·9 pose chain"
+        super::PipelineNodes::FUSED_CHAIN_NAME
     }
     fn access(&self) -> Access {
         Access::new()

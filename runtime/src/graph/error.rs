@@ -39,6 +39,15 @@ pub enum GraphBuildError {
         /// The type both write.
         type_name: &'static str,
     },
+    /// The graph's owner (a pipeline) refused how a node was placed; `fix` says what to do.
+    Misplaced {
+        /// The node.
+        node: String,
+        /// What is wrong with its place.
+        problem: String,
+        /// How to place it instead.
+        fix: String,
+    },
 }
 
 impl fmt::Display for GraphBuildError {
@@ -74,6 +83,7 @@ impl fmt::Display for GraphBuildError {
                 f,
                 "nodes `{a}` and `{b}` both write `{type_name}` but no edge path orders them"
             ),
+            Self::Misplaced { node, problem, fix } => write!(f, "node `{node}`: {problem}; {fix}"),
         }
     }
 }

@@ -340,6 +340,38 @@ impl Graph {
             .map_or(&[], Vec::as_slice)
     }
 
+    /// Every node's id, in insertion order.
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.names.len()).map(|i| NodeId(i as u32))
+    }
+
+    /// What a node declared it reads and writes.
+    pub fn access(&self, id: NodeId) -> Option<&Access> {
+        self.accesses.get(id.index())
+    }
+
+    /// Whether `before` always finishes before `after` starts (a path of edges or orderings
+    /// leads from one to the other).
+    pub fn runs_before(&self, before: NodeId, after: NodeId) -> bool {
+        let (from, to) = (before.index(), after.index());
+        if from >= self.successors.len() || from == to {
+            return false;
+        }
+        let mut seen = vec![false; self.successors.len()];
+        let mut stack = vec![from];
+        while let Some(u) = stack.pop() {
+            for &s in &self.successors[u] {
+                if s == to {
+                    return true;
+                }
+                if !std::mem::replace(&mut seen[s], true) {
+                    stack.push(s);
+                }
+            }
+        }
+        false
+    }
+
     /// The ordering edges `(before, after)` by node name, without those a longer path already
     /// implies (the transitive reduction), sources in dependency order: what a reader needs to
     /// see of the graph.
