@@ -1342,3 +1342,115 @@ fn error_display_names_file_and_place() {
     let e = import_gltf_slice(b"glTF\x02\x00\x00\x00", None, &AssetRegistry::new()).unwrap_err();
     assert!(e.to_string().contains("GLB header truncated"), "{e}");
 }
+
+/// Standard base64 (RFC 4648, with padding), written here so that the test does not decode
+/// with the importer's own dependency.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn base64_matches_the_rfc_examples() {
+    for (plain, encoded) in [
+        ("", ""),
+        ("f", "Zg=="),
+        ("fo", "Zm8="),
+        ("foo", "Zm9v"),
+        ("foobar", "Zm9vYmFy"),
+    ] {
+        assert_eq!(base64(plain.as_bytes()), encoded);
+    }
+}
+
+/// A `.gltf` whose buffer is a `data:` URI imports to the same assets as the GLB holding the
+/// same bytes in its binary chunk (the registry shares them by content).
+#[test]
+fn data_uri_buffers_import_like_the_binary_chunk() {
+    let (b, mut doc) = rich_file();
+    doc["asset"] = json!({"version": "2.0"});
+    let uri = format!("data:application/octet-stream;base64,{}", base64(&b.bin));
+    doc["buffers"] = json!([{"byteLength": b.bin.len(), "uri": uri}]);
+    doc["bufferViews"] = Value::Array(b.views.clone());
+    doc["accessors"] = Value::Array(b.accessors.clone());
+    let registry = AssetRegistry::new();
+    let from_uri = import_gltf_slice(&serde_json::to_vec(&doc).unwrap(), None, &registry).unwrap();
+    let from_glb = import_gltf_slice(&b.glb(rich_file().1), None, &registry).unwrap();
+    assert!(Arc::ptr_eq(&from_uri.rig, &from_glb.rig));
+    for (u, g) in from_uri.meshes.iter().zip(&from_glb.meshes) {
+        assert!(Arc::ptr_eq(&u.skinned_mesh, &g.skinned_mesh));
+    }
+    assert_eq!(from_uri.meshes[0].skinned_mesh.positions()[1], Vec3::X);
+    // A data URI that is not base64 is an error naming the buffer.
+    doc["buffers"] =
+        json!([{"byteLength": b.bin.len(), "uri": "data:application/octet-stream;base64,@@@"}]);
+    let err = import_gltf_slice(&serde_json::to_vec(&doc).unwrap(), None, &registry).unwrap_err();
+    assert!(
+        matches!(err, ImportError::Buffer { buffer: 0, .. }),
+        "{err}"
+    );
+}
+
+/// Sparse accessors (glTF 2.0 §3.6.2.3): the base view's elements with the listed ones
+/// substituted, and a view-less accessor that is zero but for its substitutions.
+#[test]
+fn sparse_positions_substitute_the_listed_vertices() {
+    let (mut b, mut doc) = rich_file();
+    // Substitutions for vertices 0 and 2 of the triangle (0,0,0) (1,0,0) (0,1,0).
+    let indices = b.u8s(&[0, 2], "SCALAR", 1, false);
+    let values = b.f32s(&[5., 5., 5., -1., 2., 3.], "VEC3", 3);
+    let view = |b: &Builder, accessor: usize| b.accessors[accessor]["bufferView"].clone();
+    let sparse = json!({
+        "count": 2,
+        "indices": {"bufferView": view(&b, indices), "componentType": 5121},
+        "values": {"bufferView": view(&b, values)}
+    });
+    let pos = doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"]
+        .as_u64()
+        .unwrap() as usize;
+    b.accessors[pos]["sparse"] = sparse.clone();
+    b.accessors[pos]["min"] = json!([-1., 0., 0.]);
+    b.accessors[pos]["max"] = json!([5., 5., 5.]);
+    // A view-less accessor for primitive 1: zeros, vertex 1 and 2 substituted.
+    let values_2 = b.f32s(&[0., 0., 2., 0., 3., 0.], "VEC3", 3);
+    let indices_2 = b.u8s(&[1, 2], "SCALAR", 1, false);
+    b.accessors.push(json!({
+        "componentType": 5126, "type": "VEC3", "count": 3,
+        "min": [0., 0., 0.], "max": [0., 3., 2.],
+        "sparse": {
+            "count": 2,
+            "indices": {"bufferView": view(&b, indices_2), "componentType": 5121},
+            "values": {"bufferView": view(&b, values_2)}
+        }
+    }));
+    doc["meshes"][0]["primitives"][1]["attributes"]["POSITION"] = json!(b.accessors.len() - 1);
+    let scene = import_gltf_slice(&b.glb(doc), None, &AssetRegistry::new()).unwrap();
+    assert_eq!(
+        scene.meshes[0].skinned_mesh.positions(),
+        [Vec3::splat(5.0), Vec3::X, Vec3::new(-1.0, 2.0, 3.0)]
+    );
+    assert_eq!(
+        scene.meshes[1].skinned_mesh.positions(),
+        [
+            Vec3::ZERO,
+            Vec3::new(0.0, 0.0, 2.0),
+            Vec3::new(0.0, 3.0, 0.0)
+        ]
+    );
+}
