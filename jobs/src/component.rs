@@ -8,6 +8,7 @@
 
 use crate::asset::{AvatarMask, BoneHash, BoneIndex, Clip, Rig, SkinnedMesh, Transform};
 use glam::{Affine3A, Quat, Vec3};
+use crate::error::JobError;
 use sinew_runtime::store::Entity;
 use std::sync::Arc;
 
@@ -125,6 +126,16 @@ impl Animations {
     /// Mutable access to each animation (layer changes are re-sorted by [`Animations::set`]).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut AnimationToProcess> {
         self.list.iter_mut()
+    }
+    /// From a list, checking that every clip (and mask) was baked for `rig`: the assignment
+    /// path that catches a clip for another rig before a frame runs.
+    ///
+    /// # Errors
+    /// [`JobError::ClipForAnotherRig`] naming the clip, its index, the clip's rig and `rig`;
+    /// [`JobError::MaskForAnotherRig`] likewise for a mask.
+    pub fn for_rig(rig: &Rig, list: Vec<AnimationToProcess>) -> Result<Self, JobError> {
+        check_for_rig(rig, &list)?;
+        Ok(Self::new(list))
     }
     /// Replaces the list.
     pub fn set(&mut self, list: Vec<AnimationToProcess>) {
@@ -345,6 +356,55 @@ pub type SkinnedBundle = (
     FrameSlot,
     SamplingCursors,
 );
+
+/// [`animated`], checking the clips against the rig first (see [`Animations::for_rig`]).
+///
+/// # Errors
+/// As [`Animations::for_rig`].
+pub fn try_animated(
+    rig: Arc<Rig>,
+    animations: Vec<AnimationToProcess>,
+) -> Result<AnimatedBundle, JobError> {
+    check_for_rig(&rig, &animations)?;
+    Ok(animated(rig, animations))
+}
+
+/// [`skinned`], checking the clips against the rig first (see [`Animations::for_rig`]).
+///
+/// # Errors
+/// As [`Animations::for_rig`].
+pub fn try_skinned(
+    rig: Arc<Rig>,
+    mesh: Arc<SkinnedMesh>,
+    animations: Vec<AnimationToProcess>,
+) -> Result<SkinnedBundle, JobError> {
+    check_for_rig(&rig, &animations)?;
+    Ok(skinned(rig, mesh, animations))
+}
+
+fn check_for_rig(rig: &Rig, list: &[AnimationToProcess]) -> Result<(), JobError> {
+    let hash = rig.content_hash();
+    for (animation, a) in list.iter().enumerate() {
+        if a.clip.rig_hash() != hash {
+            return Err(JobError::ClipForAnotherRig {
+                clip: a.clip.name().to_string(),
+                animation,
+                clip_rig: a.clip.rig_name().to_string(),
+                rig: rig.name().to_string(),
+            });
+        }
+        if let Some(m) = &a.mask
+            && m.rig_hash() != hash
+        {
+            return Err(JobError::MaskForAnotherRig {
+                mask: m.name().to_string(),
+                animation,
+                rig: rig.name().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
 
 /// Builds a [`SkinnedBundle`]: `store.spawn(skinned(rig, mesh, animations))` spawns an
 /// animated, skinned character in one call.

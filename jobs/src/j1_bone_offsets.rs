@@ -86,6 +86,8 @@ pub(crate) fn validate_animations(
             return Err(JobError::ClipRigMismatch {
                 entity,
                 clip: a.clip.name().to_string(),
+                clip_rig: a.clip.rig_name().to_string(),
+                entity_rig: rig.0.name().to_string(),
             });
         }
         if let Some(m) = &a.mask

@@ -446,6 +446,8 @@ pub struct Clip {
     duration: f32,
     looping: bool,
     rig_hash: ContentHash,
+    /// The rig's name, for errors that name it (not hashed: the hash above identifies the rig).
+    rig_name: String,
     timelines: Vec<Timeline>,
     /// Translation, rotation and scale channel of each bone side by side (one cache line per
     /// bone) for the sampler.
@@ -788,6 +790,7 @@ impl RawClip {
             duration,
             looping: self.looping,
             rig_hash: rig.content_hash(),
+            rig_name: rig.name().to_string(),
             timelines,
             bone_channels: (0..n)
                 .map(|i| [translation[i], rotation[i], scale[i]])
@@ -876,6 +879,10 @@ impl Clip {
     /// Content hash of the rig this clip was baked for.
     pub fn rig_hash(&self) -> ContentHash {
         self.rig_hash
+    }
+    /// Name of the rig this clip was baked for.
+    pub fn rig_name(&self) -> &str {
+        &self.rig_name
     }
     /// Number of bones (the rig's).
     pub fn bone_count(&self) -> usize {
