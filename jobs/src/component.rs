@@ -7,8 +7,8 @@
 //! [`BoneWorld`].
 
 use crate::asset::{AvatarMask, BoneHash, BoneIndex, Clip, Rig, SkinnedMesh, Transform};
-use glam::{Affine3A, Quat, Vec3};
 use crate::error::JobError;
+use glam::{Affine3A, Quat, Vec3};
 use sinew_runtime::store::Entity;
 use std::sync::Arc;
 

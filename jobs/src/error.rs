@@ -185,10 +185,11 @@ impl fmt::Display for JobError {
                 bone,
                 bone_count,
             } => {
-                write!(
-                    f,
-                    "{job}: entity {entity:?}: bone {bone} out of range ({bone_count} bones)"
-                )
+                write!(f, "{job}: ")?;
+                if let Some(entity) = entity {
+                    write!(f, "entity {entity:?}: ")?;
+                }
+                write!(f, "bone {bone} out of range ({bone_count} bones)")
             }
             Self::MissingRemap { entity, mesh } => {
                 write!(

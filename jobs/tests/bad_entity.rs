@@ -8,10 +8,10 @@
 
 use sinew_fixtures::builtin::{self, BakedCharacter};
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::{AssetRegistry, Clip, Transform};
+use sinew_jobs::asset::{AssetRegistry, BoneIndex, Clip, Transform};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, EntityTransform, FiredEvents, RootMotion, SamplingCursors,
-    try_skinned,
+    SkinRef, try_skinned,
 };
 use sinew_jobs::error::JobError;
 use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
@@ -81,7 +81,10 @@ fn configs() -> Vec<(&'static str, PipelineConfig)> {
     };
     vec![
         ("fused", PipelineConfig::default()),
-        ("fused keeping model poses", with(PoseChain::FUSED_KEEPING_MODEL_POSES)),
+        (
+            "fused keeping model poses",
+            with(PoseChain::FUSED_KEEPING_MODEL_POSES),
+        ),
         ("staged", with(PoseChain::Staged)),
     ]
 }
@@ -95,7 +98,10 @@ fn a_clip_for_another_rig_is_refused_when_assigned_naming_both_rigs() {
         AnimationToProcess::new(foreign.clone()),
     ];
     let e = Animations::for_rig(&c.rig, list.clone()).unwrap_err();
-    assert!(matches!(e, JobError::ClipForAnotherRig { animation: 1, .. }), "{e}");
+    assert!(
+        matches!(e, JobError::ClipForAnotherRig { animation: 1, .. }),
+        "{e}"
+    );
     let text = e.to_string();
     let rig = c.rig.name();
     assert!(
@@ -137,7 +143,11 @@ fn a_frame_with_one_bad_entity_fails_and_changes_nothing() {
 }
 
 /// Returns the frame errors met and the palette bits after the entity is fixed.
-fn one_case(c: &BakedCharacter, foreign: &Arc<Clip>, config: PipelineConfig) -> (Vec<String>, Vec<u32>) {
+fn one_case(
+    c: &BakedCharacter,
+    foreign: &Arc<Clip>,
+    config: PipelineConfig,
+) -> (Vec<String>, Vec<u32>) {
     let mut errors = Vec::new();
     let mut store = Store::new();
     let entities = spawn_crowd(c, &mut store);
@@ -146,11 +156,17 @@ fn one_case(c: &BakedCharacter, foreign: &Arc<Clip>, config: PipelineConfig) -> 
     *store.get_mut::<Animations>(bad).unwrap() = bad_animations(foreign);
     let mut animator = Animator::with(&mut store, config, |_, _| {}).unwrap();
     // The first frame: entity 0's walk starts at 0; nothing moves.
-    assert_eq!(store.get::<Animations>(entities[0]).unwrap().as_slice()[0].time, 0.0);
+    assert_eq!(
+        store.get::<Animations>(entities[0]).unwrap().as_slice()[0].time,
+        0.0
+    );
     let before = snapshot(&store, &animator, &entities);
     let err = animator.run_frame(&mut store, 0.5).unwrap_err().to_string();
     check_names_both_rigs(&err, bad, c, foreign);
-    assert_eq!(store.get::<Animations>(entities[0]).unwrap().as_slice()[0].time, 0.0);
+    assert_eq!(
+        store.get::<Animations>(entities[0]).unwrap().as_slice()[0].time,
+        0.0
+    );
     assert_eq!(snapshot(&store, &animator, &entities), before, "{err}");
     assert!(animator.palettes(&store).is_empty());
     errors.push(err);
@@ -160,7 +176,11 @@ fn one_case(c: &BakedCharacter, foreign: &Arc<Clip>, config: PipelineConfig) -> 
     for _ in 0..3 {
         animator.run_frame(&mut store, 0.5).unwrap();
     }
-    assert!(entities.iter().any(|&e| !store.get::<FiredEvents>(e).unwrap().0.is_empty()));
+    assert!(
+        entities
+            .iter()
+            .any(|&e| !store.get::<FiredEvents>(e).unwrap().0.is_empty())
+    );
     let good_animations = std::mem::replace(
         store.get_mut::<Animations>(bad).unwrap(),
         bad_animations(foreign),
@@ -189,7 +209,10 @@ fn one_case(c: &BakedCharacter, foreign: &Arc<Clip>, config: PipelineConfig) -> 
     // four good frames, palettes equal to a crowd that was never bad.
     *store.get_mut::<Animations>(bad).unwrap() = good_animations;
     animator.run_frame(&mut store, 0.5).unwrap();
-    assert_eq!(store.get::<Animations>(entities[0]).unwrap().as_slice()[0].time, 2.0);
+    assert_eq!(
+        store.get::<Animations>(entities[0]).unwrap().as_slice()[0].time,
+        2.0
+    );
     let mut clean = Store::new();
     let clean_entities = spawn_crowd(c, &mut clean);
     let mut clean_animator = Animator::with(&mut clean, config, |_, _| {}).unwrap();
@@ -197,7 +220,11 @@ fn one_case(c: &BakedCharacter, foreign: &Arc<Clip>, config: PipelineConfig) -> 
         clean_animator.run_frame(&mut clean, 0.5).unwrap();
     }
     let bits = |store: &Store, a: &Animator| -> Vec<u32> {
-        a.palettes(store).iter().flatten().map(|x| x.to_bits()).collect()
+        a.palettes(store)
+            .iter()
+            .flatten()
+            .map(|x| x.to_bits())
+            .collect()
     };
     assert_eq!(bits(&store, &animator), bits(&clean, &clean_animator));
     // Clocks, event queues, root motion, transforms and cursors too, entity by entity.
@@ -221,4 +248,34 @@ fn check_names_both_rigs(err: &str, bad: Entity, c: &BakedCharacter, foreign: &A
             && err.contains(&format!("'{}'", c.rig.name())),
         "{err}"
     );
+}
+
+/// A skin whose root bone is outside the rig: with the staged chain, job 9 would find it after
+/// job 6 moved every entity; it is found before anything moves, in every pipeline.
+#[test]
+fn a_skin_root_bone_out_of_range_fails_the_frame_before_anything_moves() {
+    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
+    for (label, config) in configs() {
+        let mut store = Store::new();
+        let entities = spawn_crowd(&c, &mut store);
+        let mut animator = Animator::with(&mut store, config, |_, _| {}).unwrap();
+        for _ in 0..2 {
+            animator.run_frame(&mut store, 0.5).unwrap();
+        }
+        let bad = entities[BAD];
+        let bones = c.rig.bone_count();
+        store.get_mut::<SkinRef>(bad).unwrap().root_bone = Some(BoneIndex(bones as u32));
+        let before = snapshot(&store, &animator, &entities);
+        let err = animator.run_frame(&mut store, 0.5).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("entity {bad:?}"))
+                && err.contains(&format!("bone {bones} out of range ({bones} bones)")),
+            "{label}: {err}"
+        );
+        assert_eq!(
+            snapshot(&store, &animator, &entities),
+            before,
+            "{label}: {err}"
+        );
+    }
 }

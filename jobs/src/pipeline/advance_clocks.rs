@@ -1,9 +1,9 @@
 //! The clock node: advances every animation by the frame time before job 1.
 
 use super::FrameTime;
-use crate::component::{Animations, FrameSlot, LayerWeights, RigRef};
+use crate::component::{Animations, FrameSlot, LayerWeights, RigRef, SkinRef};
 use crate::error::JobError;
-use crate::j1_bone_offsets::validate_animations;
+use crate::j1_bone_offsets::{validate_animations, validate_skin};
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
 
@@ -18,6 +18,7 @@ impl Node for AdvanceClocksNode {
         Access::new()
             .read::<FrameTime>()
             .read::<RigRef>()
+            .read::<SkinRef>()
             .read::<LayerWeights>()
             .read::<FrameSlot>()
             .write::<Animations>()
@@ -27,13 +28,14 @@ impl Node for AdvanceClocksNode {
         // Job 1's binding checks need no times, so they run here first: a frame that fails on
         // a bad binding fails before any clock moves (the frame is transactional).
         let mut check = ctx
-            .query::<(&RigRef, &Animations)>()?
+            .query::<(&RigRef, &Animations, Option<&SkinRef>)>()?
             .with::<LayerWeights>()
             .with::<FrameSlot>();
         check.chunks().into_par_iter().try_for_each(|chunk| {
-            let (entities, (rigs, animations)) = chunk.into_parts();
-            for ((&entity, rig), a) in entities.iter().zip(rigs).zip(animations) {
+            let (entities, (rigs, animations, skins)) = chunk.into_parts();
+            for (i, ((&entity, rig), a)) in entities.iter().zip(rigs).zip(animations).enumerate() {
                 validate_animations(entity, rig, a)?;
+                validate_skin(entity, rig, skins.and_then(|s| s.get(i)))?;
                 check_advance(entity, a, dt)?;
             }
             Ok::<(), JobError>(())
