@@ -523,9 +523,9 @@ impl ClipBuilder<'_> {
         let asset = &self.asset;
         let n = track.times.len();
         if n == 0 {
-            return Err(BakeError::Empty {
+            return Err(BakeError::Invalid {
                 asset: asset.clone(),
-                what: "a track's key list",
+                reason: format!("track '{label}' has no keys"),
             });
         }
         if track.values.len() != n {
@@ -1299,7 +1299,7 @@ mod tests {
         ));
         assert!(matches!(
             mk(RawTrack::linear(vec![], vec![])).bake(&rig),
-            Err(BakeError::Empty { .. })
+            Err(BakeError::Invalid { .. })
         ));
         let unknown = RawClip {
             name: "u".into(),
