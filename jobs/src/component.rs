@@ -114,7 +114,8 @@ pub struct Animations {
 }
 
 impl Animations {
-    /// From a list (sorted by layer, keeping the order within a layer).
+    /// From a list (sorted by layer, keeping the order within a layer), unchecked:
+    /// [`Animations::for_rig`] also checks the clips against the rig.
     pub fn new(mut list: Vec<AnimationToProcess>) -> Self {
         list.sort_by_key(|a| a.layer);
         Self { list }
@@ -336,7 +337,8 @@ impl Default for BoneWorld {
 /// [`skinned`], spawned in one call.
 pub type AnimatedBundle = (RigRef, Animations, LayerWeights, FrameSlot, SamplingCursors);
 
-/// Builds an [`AnimatedBundle`].
+/// Builds an [`AnimatedBundle`], without checking the clips against the rig (a clip for
+/// another rig then fails the frame; [`try_animated`] refuses it here).
 pub fn animated(rig: Arc<Rig>, animations: Vec<AnimationToProcess>) -> AnimatedBundle {
     (
         RigRef(rig),
@@ -407,7 +409,8 @@ fn check_for_rig(rig: &Rig, list: &[AnimationToProcess]) -> Result<(), JobError>
 }
 
 /// Builds a [`SkinnedBundle`]: `store.spawn(skinned(rig, mesh, animations))` spawns an
-/// animated, skinned character in one call.
+/// animated, skinned character in one call. The clips are not checked against the rig (a
+/// clip for another rig then fails the frame; [`try_skinned`] refuses it here).
 pub fn skinned(
     rig: Arc<Rig>,
     mesh: Arc<SkinnedMesh>,
