@@ -45,7 +45,7 @@ impl Animator {
     /// nodes and their edges, using the pipeline's node ids).
     ///
     /// A node that edits poses (writes [`LocalPoses`] or [`ModelPoses`]) needs
-    /// [`PoseChain::Staged`](crate::pipeline::PoseChain::Staged), where those buffers exist
+    /// [`PoseChain::Staged`], where those buffers exist
     /// between jobs, and an edge to [`PipelineNodes::skinning`] so that its edits reach this
     /// frame's palettes.
     ///
@@ -80,6 +80,18 @@ impl Animator {
     /// Runs one frame (`dt` seconds after the previous one); palettes go to the store's
     /// [`PaletteBuffer`]. Advances the store's frame counter afterwards.
     ///
+    /// A frame with a bad binding fails as a whole and changes no state: every entity's
+    /// bindings (clips and masks baked for its rig, finite times, speeds and weights, layers)
+    /// are checked before the clock node moves any clock, and the pose chain checks every
+    /// entity before it moves any of them, so clocks, [`FiredEvents`](crate::component::FiredEvents),
+    /// [`RootMotion`](crate::component::RootMotion), sampling cursors, entity transforms and
+    /// the palettes stay as the last good frame left them. The error names the entity and
+    /// what is wrong (for a clip, the clip, its rig and the entity's rig); fix or despawn the
+    /// entity and run the frame again. Clips assigned through
+    /// [`Animations::for_rig`](crate::component::Animations::for_rig),
+    /// [`try_animated`](crate::component::try_animated) or
+    /// [`try_skinned`](crate::component::try_skinned) cannot reach a frame for another rig.
+    ///
     /// # Errors
     /// [`FrameError`] naming the node that failed.
     pub fn run_frame(&mut self, store: &mut Store, dt: f32) -> Result<(), FrameError> {
@@ -94,7 +106,10 @@ impl Animator {
     /// must hold at least the frame's palette length ([`Animator::layout`] tells it before the
     /// frame). The slice reaches the palette-writing node explicitly: if that node cannot
     /// borrow it, or it is too short, the frame fails and says so; palettes never go elsewhere.
-    /// Entity `e`'s palette starts at [`PaletteOffsets::get`]`(e)` in it.
+    /// Entity `e`'s palette starts at [`PaletteOffsets::get`]`(e)` in it. A bad binding fails
+    /// the frame with no state changed, as in [`Animator::run_frame`]; a slice that is too
+    /// short is found by the pose chain, after the clocks moved (size it with
+    /// [`Animator::layout`]).
     ///
     /// # Errors
     /// [`FrameError`] naming the node that failed (the palette-writing node when the slice is

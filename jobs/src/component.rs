@@ -7,6 +7,7 @@
 //! [`BoneWorld`].
 
 use crate::asset::{AvatarMask, BoneHash, BoneIndex, Clip, Rig, SkinnedMesh, Transform};
+use crate::error::JobError;
 use glam::{Affine3A, Quat, Vec3};
 use sinew_runtime::store::Entity;
 use std::sync::Arc;
@@ -113,7 +114,8 @@ pub struct Animations {
 }
 
 impl Animations {
-    /// From a list (sorted by layer, keeping the order within a layer).
+    /// From a list (sorted by layer, keeping the order within a layer), unchecked:
+    /// [`Animations::for_rig`] also checks the clips against the rig.
     pub fn new(mut list: Vec<AnimationToProcess>) -> Self {
         list.sort_by_key(|a| a.layer);
         Self { list }
@@ -125,6 +127,16 @@ impl Animations {
     /// Mutable access to each animation (layer changes are re-sorted by [`Animations::set`]).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut AnimationToProcess> {
         self.list.iter_mut()
+    }
+    /// From a list, checking that every clip (and mask) was baked for `rig`: the assignment
+    /// path that catches a clip for another rig before a frame runs.
+    ///
+    /// # Errors
+    /// [`JobError::ClipForAnotherRig`] naming the clip, its index, the clip's rig and `rig`;
+    /// [`JobError::MaskForAnotherRig`] likewise for a mask.
+    pub fn for_rig(rig: &Rig, list: Vec<AnimationToProcess>) -> Result<Self, JobError> {
+        check_for_rig(rig, &list)?;
+        Ok(Self::new(list))
     }
     /// Replaces the list.
     pub fn set(&mut self, list: Vec<AnimationToProcess>) {
@@ -325,7 +337,8 @@ impl Default for BoneWorld {
 /// [`skinned`], spawned in one call.
 pub type AnimatedBundle = (RigRef, Animations, LayerWeights, FrameSlot, SamplingCursors);
 
-/// Builds an [`AnimatedBundle`].
+/// Builds an [`AnimatedBundle`], without checking the clips against the rig (a clip for
+/// another rig then fails the frame; [`try_animated`] refuses it here).
 pub fn animated(rig: Arc<Rig>, animations: Vec<AnimationToProcess>) -> AnimatedBundle {
     (
         RigRef(rig),
@@ -346,8 +359,58 @@ pub type SkinnedBundle = (
     SamplingCursors,
 );
 
+/// [`animated`], checking the clips against the rig first (see [`Animations::for_rig`]).
+///
+/// # Errors
+/// As [`Animations::for_rig`].
+pub fn try_animated(
+    rig: Arc<Rig>,
+    animations: Vec<AnimationToProcess>,
+) -> Result<AnimatedBundle, JobError> {
+    check_for_rig(&rig, &animations)?;
+    Ok(animated(rig, animations))
+}
+
+/// [`skinned`], checking the clips against the rig first (see [`Animations::for_rig`]).
+///
+/// # Errors
+/// As [`Animations::for_rig`].
+pub fn try_skinned(
+    rig: Arc<Rig>,
+    mesh: Arc<SkinnedMesh>,
+    animations: Vec<AnimationToProcess>,
+) -> Result<SkinnedBundle, JobError> {
+    check_for_rig(&rig, &animations)?;
+    Ok(skinned(rig, mesh, animations))
+}
+
+fn check_for_rig(rig: &Rig, list: &[AnimationToProcess]) -> Result<(), JobError> {
+    let hash = rig.content_hash();
+    for (animation, a) in list.iter().enumerate() {
+        if a.clip.rig_hash() != hash {
+            return Err(JobError::ClipForAnotherRig {
+                clip: a.clip.name().to_string(),
+                animation,
+                clip_rig: a.clip.rig_name().to_string(),
+                rig: rig.name().to_string(),
+            });
+        }
+        if let Some(m) = &a.mask
+            && m.rig_hash() != hash
+        {
+            return Err(JobError::MaskForAnotherRig {
+                mask: m.name().to_string(),
+                animation,
+                rig: rig.name().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Builds a [`SkinnedBundle`]: `store.spawn(skinned(rig, mesh, animations))` spawns an
-/// animated, skinned character in one call.
+/// animated, skinned character in one call. The clips are not checked against the rig (a
+/// clip for another rig then fails the frame; [`try_skinned`] refuses it here).
 pub fn skinned(
     rig: Arc<Rig>,
     mesh: Arc<SkinnedMesh>,

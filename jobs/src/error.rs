@@ -24,6 +24,32 @@ pub enum JobError {
         entity: Entity,
         /// The clip.
         clip: String,
+        /// The rig the clip was baked for.
+        clip_rig: String,
+        /// The entity's rig.
+        entity_rig: String,
+    },
+    /// A clip baked for another rig is assigned to a rig (caught before any entity plays it,
+    /// by [`Animations::for_rig`](crate::component::Animations::for_rig)).
+    ClipForAnotherRig {
+        /// The clip.
+        clip: String,
+        /// Its index in the assigned list.
+        animation: usize,
+        /// The rig the clip was baked for.
+        clip_rig: String,
+        /// The rig it was assigned to.
+        rig: String,
+    },
+    /// A mask baked for another rig is assigned to a rig (caught by
+    /// [`Animations::for_rig`](crate::component::Animations::for_rig)).
+    MaskForAnotherRig {
+        /// The mask.
+        mask: String,
+        /// Index of the animation that uses it.
+        animation: usize,
+        /// The rig it was assigned to.
+        rig: String,
     },
     /// A mask baked for another rig is used on this entity.
     MaskRigMismatch {
@@ -101,10 +127,38 @@ impl fmt::Display for JobError {
                     "{job}: buffer '{buffer}' has {actual} entries, expected {expected}"
                 )
             }
-            Self::ClipRigMismatch { entity, clip } => {
+            Self::ClipRigMismatch {
+                entity,
+                clip,
+                clip_rig,
+                entity_rig,
+            } => {
                 write!(
                     f,
-                    "entity {entity:?}: clip '{clip}' was baked for another rig"
+                    "entity {entity:?}: clip '{clip}' was baked for rig '{clip_rig}', but the \
+                     entity's rig is '{entity_rig}'"
+                )
+            }
+            Self::ClipForAnotherRig {
+                clip,
+                animation,
+                clip_rig,
+                rig,
+            } => {
+                write!(
+                    f,
+                    "animation {animation}: clip '{clip}' was baked for rig '{clip_rig}', not \
+                     for rig '{rig}'"
+                )
+            }
+            Self::MaskForAnotherRig {
+                mask,
+                animation,
+                rig,
+            } => {
+                write!(
+                    f,
+                    "animation {animation}: mask '{mask}' was baked for another rig than '{rig}'"
                 )
             }
             Self::MaskRigMismatch { entity, mask } => {
@@ -131,10 +185,11 @@ impl fmt::Display for JobError {
                 bone,
                 bone_count,
             } => {
-                write!(
-                    f,
-                    "{job}: entity {entity:?}: bone {bone} out of range ({bone_count} bones)"
-                )
+                write!(f, "{job}: ")?;
+                if let Some(entity) = entity {
+                    write!(f, "entity {entity:?}: ")?;
+                }
+                write!(f, "bone {bone} out of range ({bone_count} bones)")
             }
             Self::MissingRemap { entity, mesh } => {
                 write!(

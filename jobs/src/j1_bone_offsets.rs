@@ -32,6 +32,7 @@ impl BoneOffsetsJob<'_> {
     ///
     /// # Errors
     /// [`JobError::LengthMismatch`] for buffers of different lengths;
+    /// [`JobError::BoneOutOfRange`] for a skin's root bone outside the rig;
     /// [`JobError::ClipRigMismatch`] / [`JobError::MaskRigMismatch`] for assets baked for
     /// another rig; [`JobError::BadAnimation`] for non-finite time, speed or weight or a
     /// negative weight; [`JobError::BadLayer`] for a layer out of range, a layer that mixes
@@ -46,6 +47,11 @@ impl BoneOffsetsJob<'_> {
         }
         for i in 0..n {
             validate_animations(self.entities[i], &self.rigs[i], &self.animations[i])?;
+            validate_skin(
+                self.entities[i],
+                &self.rigs[i],
+                self.skins.and_then(|s| s.get(i)),
+            )?;
         }
         Ok(())
     }
@@ -73,6 +79,25 @@ impl BoneOffsetsJob<'_> {
     }
 }
 
+/// Validates one entity's skin root bone against its rig (here rather than only in job 9, so
+/// that a frame fails on it before the clocks or root motion move anything).
+pub(crate) fn validate_skin(
+    entity: Entity,
+    rig: &RigRef,
+    skin: Option<&SkinRef>,
+) -> Result<(), JobError> {
+    let bone_count = rig.0.bone_count();
+    match skin.and_then(|s| s.root_bone) {
+        Some(rb) if rb.get() >= bone_count => Err(JobError::BoneOutOfRange {
+            job: BoneOffsetsJob::NAME,
+            entity: Some(entity),
+            bone: rb.get(),
+            bone_count,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Validates one entity's animations against its rig.
 pub(crate) fn validate_animations(
     entity: Entity,
@@ -86,6 +111,8 @@ pub(crate) fn validate_animations(
             return Err(JobError::ClipRigMismatch {
                 entity,
                 clip: a.clip.name().to_string(),
+                clip_rig: a.clip.rig_name().to_string(),
+                entity_rig: rig.0.name().to_string(),
             });
         }
         if let Some(m) = &a.mask

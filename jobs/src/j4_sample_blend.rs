@@ -12,10 +12,10 @@
 //! as unit quaternions.
 //!
 //! Entities whose animations are unmasked overrides on one layer over clips with a shared time
-//! grid ([`crate::asset::KeyGrid`]) take the SoA path: [`LANES`] bones per step, two key-row
+//! grid ([`crate::asset::KeyGrid`]) take the SoA path: `LANES` bones per step, two key-row
 //! loads and a lerp plus slerp/nlerp per clip, one weighted sum and normalisation
-//! ([`crate::math::soa::blend_block`]). It computes what the per-bone path
-//! ([`sample_blend_bone`]) computes, to about 1e-7 (see [`crate::math::soa`] for where and
+//! (`crate::math::soa::blend_block`). It computes what the per-bone path
+//! ([`sample_blend_bone`]) computes, to about 1e-7 (see `crate::math::soa` for where and
 //! why the last bits differ; tested to 1e-6).
 
 use crate::asset::{KeyGrid, KeySpan, Rig, Transform};
@@ -87,7 +87,7 @@ pub fn resolve_spans(
 /// one. Output: one local [`Transform`] per flat bone. Parallel over entities (whole entities
 /// per task, about [`SampleBlendJob::batch`] bones each): an entity whose animations are
 /// unmasked overrides on one layer over clips with a shared time grid ([`Clip::grid`]) is
-/// sampled and blended [`LANES`] bones at a time in SoA; any other entity bone by bone with
+/// sampled and blended `LANES` bones at a time in SoA; any other entity bone by bone with
 /// [`sample_blend_bone`].
 ///
 /// [`Clip::grid`]: crate::asset::Clip::grid

@@ -76,7 +76,7 @@ impl PropagateJob<'_> {
 }
 
 /// One rig: `model[i] = model[parents[i]] · TRS(local[i])`; `parents[i] < i` or a root.
-/// Local matrices are built four bones at a time ([`trs_to_affine4`], identical to
+/// Local matrices are built four bones at a time (`trs_to_affine4`, identical to
 /// [`Transform::to_affine`]).
 #[inline]
 pub fn propagate_one(parents: &[u32], local: &[Transform], model: &mut [Affine3A]) {

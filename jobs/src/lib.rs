@@ -21,7 +21,7 @@
 //!     RawBone, RawBoneTracks, RawClip, RawRig, RawSkinnedMesh, RawTrack, RawVertexInfluences,
 //!     Transform,
 //! };
-//! use sinew_jobs::component::{AnimationToProcess, skinned};
+//! use sinew_jobs::component::{AnimationToProcess, try_skinned};
 //! use sinew_runtime::store::Store;
 //! use std::f32::consts::FRAC_PI_2;
 //! use std::sync::Arc;
@@ -64,7 +64,8 @@
 //! );
 //!
 //! let mut store = Store::new();
-//! let arm = store.spawn(skinned(rig, mesh, vec![AnimationToProcess::new(clip).at(1.0)]))?;
+//! // `try_skinned` refuses a clip baked for another rig, naming both rigs.
+//! let arm = store.spawn(try_skinned(rig, mesh, vec![AnimationToProcess::new(clip).at(1.0)])?)?;
 //! let mut animator = Animator::new(&mut store)?;
 //! let layout = animator.layout(&mut store)?; // sizes are known before the frame
 //! let mut palettes = vec![[0.0f32; 12]; layout.palette_len()]; // e.g. mapped GPU memory

@@ -6,8 +6,8 @@
 //! entity starts. The local poses and, unless kept, the model matrices live in a
 //! [`ChainScratch`] of a few KiB per worker that stays in the core's L1 cache, instead of
 //! crowd-sized frame buffers that every job writes and the next reads back from memory. Each
-//! stage is the staged job's own per-entity function ([`sample_blend_entity_soa`],
-//! [`root_motion_one`], [`propagate_soa`], [`skin_entity`]), so the two modes compute the same
+//! stage is the staged job's own per-entity function (`sample_blend_entity_soa`,
+//! [`root_motion_one`], `propagate_soa`, [`skin_entity`]), so the two modes compute the same
 //! palettes bit for bit.
 //!
 //! [`PoseChain::Fused`]: crate::pipeline::PoseChain::Fused

@@ -1454,3 +1454,27 @@ fn sparse_positions_substitute_the_listed_vertices() {
         ]
     );
 }
+
+/// A failed import adds nothing to the registry: a file whose rig and meshes are good but
+/// whose animation is bad (non-increasing key times, found after the rig and meshes bake)
+/// leaves the registry with what it held before, and the good file then imports as usual.
+#[test]
+fn a_failed_import_leaves_the_registry_as_it_was() {
+    let registry = AssetRegistry::new();
+    import("SimpleSkin.glb", &registry);
+    let before = registry.counts();
+    let (mut b, mut doc) = rich_file();
+    let good = b.glb(doc.clone());
+    let t = b.f32s(&[0.0, 1.0, 1.0], "SCALAR", 1);
+    doc["animations"][0]["samplers"][1]["input"] = json!(t);
+    let e = import_gltf_slice(&b.glb(doc), None, &registry).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("animation 0 channel 1: key time 2 (Some(1.0)) does not increase"),
+        "{e}"
+    );
+    assert_eq!(registry.counts(), before);
+    let scene = import_gltf_slice(&good, None, &registry).unwrap();
+    assert!(!scene.clips.is_empty());
+    assert_ne!(registry.counts(), before);
+}

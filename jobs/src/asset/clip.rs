@@ -234,9 +234,9 @@ pub struct KeySpan {
 
 /// The keys of a clip whose bone channels all interpolate linearly on one shared timeline
 /// (glTF exporters usually bake every channel on one grid), stored for the SoA sampler: one row
-/// per key, each row [`LANES`]-bone blocks of [`SoaTransform`] (translations, rotations,
+/// per key, each row `LANES`-bone blocks of `SoaTransform` (translations, rotations,
 /// scales of every bone, untracked parts holding the rest value). Sampling a block is two
-/// block loads and a lerp/nlerp of [`LANES`] bones at once; the key search happens once per
+/// block loads and a lerp/nlerp of `LANES` bones at once; the key search happens once per
 /// entity and clip.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyGrid {
@@ -256,7 +256,7 @@ impl KeyGrid {
     pub fn timeline(&self) -> u32 {
         self.timeline
     }
-    /// Number of [`LANES`]-bone blocks (bones rounded up).
+    /// Number of `LANES`-bone blocks (bones rounded up).
     pub fn blocks(&self) -> usize {
         self.blocks
     }
@@ -446,6 +446,8 @@ pub struct Clip {
     duration: f32,
     looping: bool,
     rig_hash: ContentHash,
+    /// The rig's name, for errors that name it (not hashed: the hash above identifies the rig).
+    rig_name: String,
     timelines: Vec<Timeline>,
     /// Translation, rotation and scale channel of each bone side by side (one cache line per
     /// bone) for the sampler.
@@ -521,9 +523,9 @@ impl ClipBuilder<'_> {
         let asset = &self.asset;
         let n = track.times.len();
         if n == 0 {
-            return Err(BakeError::Empty {
+            return Err(BakeError::Invalid {
                 asset: asset.clone(),
-                what: "a track's key list",
+                reason: format!("track '{label}' has no keys"),
             });
         }
         if track.values.len() != n {
@@ -788,6 +790,7 @@ impl RawClip {
             duration,
             looping: self.looping,
             rig_hash: rig.content_hash(),
+            rig_name: rig.name().to_string(),
             timelines,
             bone_channels: (0..n)
                 .map(|i| [translation[i], rotation[i], scale[i]])
@@ -876,6 +879,10 @@ impl Clip {
     /// Content hash of the rig this clip was baked for.
     pub fn rig_hash(&self) -> ContentHash {
         self.rig_hash
+    }
+    /// Name of the rig this clip was baked for.
+    pub fn rig_name(&self) -> &str {
+        &self.rig_name
     }
     /// Number of bones (the rig's).
     pub fn bone_count(&self) -> usize {
@@ -1292,7 +1299,7 @@ mod tests {
         ));
         assert!(matches!(
             mk(RawTrack::linear(vec![], vec![])).bake(&rig),
-            Err(BakeError::Empty { .. })
+            Err(BakeError::Invalid { .. })
         ));
         let unknown = RawClip {
             name: "u".into(),

@@ -18,6 +18,12 @@ fn intern<T>(map: &Mutex<HashMap<ContentHash, Arc<T>>>, hash: ContentHash, value
     map.entry(hash).or_insert_with(|| Arc::new(value)).clone()
 }
 
+/// `value` unless the map holds an asset of the same content, which it returns instead.
+fn adopt<T>(map: &Mutex<HashMap<ContentHash, Arc<T>>>, hash: ContentHash, value: Arc<T>) -> Arc<T> {
+    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
+    map.entry(hash).or_insert(value).clone()
+}
+
 impl AssetRegistry {
     /// An empty registry.
     pub fn new() -> Self {
@@ -42,6 +48,22 @@ impl AssetRegistry {
     pub fn mask(&self, mask: AvatarMask) -> Arc<AvatarMask> {
         let h = mask.content_hash();
         intern(&self.masks, h, mask)
+    }
+    /// The shared rig with this content, `rig` itself when none is held yet (for moving
+    /// assets from a staging registry without copying them).
+    pub(crate) fn adopt_rig(&self, rig: Arc<Rig>) -> Arc<Rig> {
+        let h = rig.content_hash();
+        adopt(&self.rigs, h, rig)
+    }
+    /// As [`AssetRegistry::adopt_rig`], for a clip.
+    pub(crate) fn adopt_clip(&self, clip: Arc<Clip>) -> Arc<Clip> {
+        let h = clip.content_hash();
+        adopt(&self.clips, h, clip)
+    }
+    /// As [`AssetRegistry::adopt_rig`], for a mesh.
+    pub(crate) fn adopt_mesh(&self, mesh: Arc<SkinnedMesh>) -> Arc<SkinnedMesh> {
+        let h = mesh.content_hash();
+        adopt(&self.meshes, h, mesh)
     }
     /// Number of distinct assets held: (rigs, clips, meshes, masks).
     pub fn counts(&self) -> (usize, usize, usize, usize) {

@@ -114,6 +114,9 @@ pub fn import_gltf_slice(
 /// this is a last line of defence against panics inside the `gltf` crate on input that passes
 /// its schema validation but that it does not handle (the registry's locks recover from
 /// poisoning, so no state is left inconsistent).
+///
+/// The assets bake into a staging registry and move to `registry` only when the whole file
+/// imported: a failed import leaves `registry` as it was.
 fn import_guarded(
     bytes: &[u8],
     base_dir: Option<&Path>,
@@ -121,9 +124,25 @@ fn import_guarded(
     file: &str,
     rig_name: &str,
 ) -> Result<GltfScene, ImportError> {
+    let staging = AssetRegistry::new();
     let run =
-        std::panic::AssertUnwindSafe(|| Importer::run(bytes, base_dir, registry, file, rig_name));
-    std::panic::catch_unwind(run).unwrap_or_else(|payload| {
+        std::panic::AssertUnwindSafe(|| Importer::run(bytes, base_dir, &staging, file, rig_name));
+    let mut scene = catch_import_panic(std::panic::catch_unwind(run), file)?;
+    scene.rig = registry.adopt_rig(scene.rig);
+    for m in &mut scene.meshes {
+        m.skinned_mesh = registry.adopt_mesh(m.skinned_mesh.clone());
+    }
+    for c in &mut scene.clips {
+        *c = registry.adopt_clip(c.clone());
+    }
+    Ok(scene)
+}
+
+fn catch_import_panic(
+    result: std::thread::Result<Result<GltfScene, ImportError>>,
+    file: &str,
+) -> Result<GltfScene, ImportError> {
+    result.unwrap_or_else(|payload| {
         let reason = payload
             .downcast_ref::<&str>()
             .map(|s| (*s).to_string())

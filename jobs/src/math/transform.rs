@@ -113,7 +113,7 @@ pub fn mul_affine(a: &Affine3A, b: &Affine3A) -> Affine3A {
 /// [`mul_affine`] with `b` given element by element: `b(k)` for `k` in `0..12` is
 /// `c0.x c0.y c0.z c1.x c1.y c1.z c2.x c2.y c2.z t.x t.y t.z`. Each element is broadcast on
 /// its own, so `b` can live in structure-of-arrays memory (job 7 reads a lane of
-/// [`soa_local_rows`](super::soa::soa_local_rows) this way, with no transpose).
+/// `soa_local_rows` this way, with no transpose).
 #[inline(always)]
 pub fn mul_affine_by(a: &Affine3A, b: impl Fn(usize) -> f32) -> Affine3A {
     let m = &a.matrix3;

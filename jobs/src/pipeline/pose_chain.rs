@@ -6,7 +6,6 @@ use crate::component::{
     Animations, EntityTransform, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors,
     SkinRef,
 };
-use crate::error::JobError;
 use crate::frame::{
     FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer, PaletteDestination,
     PaletteEntry, resize_frame_buffer, split_ranges,
@@ -92,17 +91,17 @@ impl Node for PoseChainNode {
         let palette_pieces = split_ranges(palette, &palette_ranges)
             .ok_or_else(|| NodeError::new("pose chain: palette ranges do not fit the palette"))?;
         let (remap, batch) = (&*remap, self.batch);
-        chunks
-            .into_par_iter()
+        let jobs: Vec<PoseChainJob<'_>> = chunks
+            .into_iter()
             .zip(model_pieces)
             .zip(palette_pieces)
             .zip(bone_ranges)
             .zip(palette_ranges)
-            .try_for_each(|((((chunk, model), palette), bones), pal)| {
+            .map(|((((chunk, model), palette), bones), pal)| {
                 let (entities, parts) = chunk.into_parts();
                 let (rigs, animations, layer_weights, slots, cursors, skins, motion, transforms) =
                     parts;
-                let job = PoseChainJob {
+                PoseChainJob {
                     entities,
                     rigs,
                     animations,
@@ -118,11 +117,13 @@ impl Node for PoseChainNode {
                     palette,
                     palette_base: pal.0 as u32,
                     dt,
-                };
-                job.validate()?;
-                job.run_parallel(batch);
-                Ok::<(), JobError>(())
-            })?;
+                }
+            })
+            .collect();
+        // Every chunk is checked before any runs: a failing frame moves no entity, cursor or
+        // root-motion accumulator.
+        jobs.par_iter().try_for_each(PoseChainJob::validate)?;
+        jobs.into_par_iter().for_each(|job| job.run_parallel(batch));
         Ok(())
     }
 }
