@@ -14,7 +14,8 @@ use sinew_jobs::asset::{
     AssetRegistry, AvatarMask, Clip, LinearRotation, RawAvatarMask, Rig, SkinnedMesh,
 };
 use sinew_jobs::component::{
-    AnimationToProcess, Animations, BlendMode, FrameSlot, LayerWeights, RigRef, SamplingCursors, SkinRef,
+    AnimationToProcess, Animations, BlendMode, FrameSlot, LayerWeights, RigRef, SamplingCursors,
+    SkinRef,
 };
 use sinew_jobs::frame::{ModelPoses, PaletteEntry};
 use sinew_jobs::import::import_gltf;
