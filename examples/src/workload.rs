@@ -216,7 +216,6 @@ pub fn setup_with(
         advance_clocks: false,
         pose_chain: config.pose_chain,
         grain: config.grain,
-        ..PipelineConfig::default()
     };
     let animator = Animator::with(&mut store, pipeline, |b, nodes| {
         let clock = b.add_node(FnNode::new(
