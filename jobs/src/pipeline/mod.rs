@@ -9,8 +9,8 @@
 //! The graph is data: [`register`] returns the node ids, so a user can add a node (IK, a
 //! constraint) with edges `propagate → it → skinning` without editing the library.
 //!
-//! The nodes agree on one set of animated entities: those with [`RigRef`], [`Animations`],
-//! [`LayerWeights`] and [`FrameSlot`] (see [`AnimatedBundle`](crate::component::AnimatedBundle)).
+//! The nodes agree on one set of animated entities: those with [`RigRef`](crate::component::RigRef), [`Animations`](crate::component::Animations),
+//! [`LayerWeights`](crate::component::LayerWeights) and [`FrameSlot`](crate::component::FrameSlot) (see [`AnimatedBundle`](crate::component::AnimatedBundle)).
 //! Their order in the flat buffers is the store's iteration order of that set.
 
 mod advance_clocks;
