@@ -1,10 +1,14 @@
-//! The peers' benchmark workload (`sinew_examples::workload`) through the full graph on
-//! Fox.glb: criterion time per frame for N = 1, 100, 1 000, 10 000 on 1 and 2 threads, with
-//! jobs 4, 6, 7 and 9 fused (the default) and staged (the baseline, four nodes with frame
-//! buffers between them), then a table of ns/joint and the checksums.
+//! The peers' benchmark workload (`docs/WORKLOAD.md`) through the full graph on Fox.glb: criterion time per frame for
+//! N = 1, 100, 1 000, 10 000 on 1 and 2 threads, with jobs 4, 6, 7 and 9 fused (the default)
+//! and staged (the baseline, four nodes with frame buffers between them), then a table of
+//! ns/joint and the checksums; then the group `grain`: the fused frame at N = 100 and 10 000
+//! on 2 threads for grains of 1, 4, 16, 64 and 256 entities per task
+//! (`PipelineConfig::grain`), basic and layered.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use sinew_examples::workload::{checksums, load_fox, run_frame, setup};
+use sinew_examples::workload::{
+    Variant, WorkloadConfig, checksums, load_fox, run_frame, setup, setup_with,
+};
 use sinew_jobs::pipeline::PoseChain;
 use std::time::{Duration, Instant};
 
@@ -70,6 +74,40 @@ fn bench(c: &mut Criterion) {
     for l in lines {
         println!("{l}");
     }
+
+    let mut group = c.benchmark_group("grain");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("pool");
+    for (variant, name) in [(Variant::Basic, "basic"), (Variant::Layered, "layered")] {
+        for n in [100usize, 10_000] {
+            for grain in [1usize, 4, 16, 64, 256] {
+                let config = WorkloadConfig {
+                    variant,
+                    grain,
+                    ..WorkloadConfig::default()
+                };
+                let (mut store, mut animator) =
+                    pool.install(|| setup_with(&fox, n, config)).expect("setup");
+                let mut palette = vec![[0.0f32; 12]; n * joints];
+                let mut f = 0u64;
+                let id = BenchmarkId::new(format!("{name}/2t/n={n}"), grain);
+                group.bench_with_input(id, &grain, |b, _| {
+                    b.iter(|| {
+                        f += 1;
+                        pool.install(|| run_frame(&mut store, &mut animator, f, &mut palette))
+                            .expect("frame")
+                    })
+                });
+            }
+        }
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);

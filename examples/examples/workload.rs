@@ -1,8 +1,11 @@
-//! WORKLOAD.md through sinew's full graph: `--n N --threads T` prints one line with
-//! `ns/joint=<median>` and the checksums at frames 0 and 100.
+//! WORKLOAD.md through sinew's full graph: `--n N --threads T [--variant layered]
+//! [--grain G]` prints one line with `ns/joint=<median>` and the checksums at frames 0 and 100.
 
 use clap::Parser;
-use sinew_examples::workload::{FoxAssets, checksums, load_fox, run_frame, setup};
+use sinew_examples::workload::{
+    FoxAssets, Variant, WorkloadConfig, checksums, load_fox, run_frame, setup_with,
+};
+use sinew_jobs::pipeline::DEFAULT_GRAIN;
 use sinew_jobs::pipeline::PoseChain;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +31,12 @@ struct Args {
     /// `fused-keep-model` or `staged` (four nodes with frame buffers between them).
     #[arg(long, default_value = "fused")]
     pose_chain: String,
+    /// `basic` (Walk·0.7 + Run·0.3) or `layered` (plus Survey on a masked second layer).
+    #[arg(long, default_value = "basic")]
+    variant: String,
+    /// Entities per rayon task in the pose chain (`PipelineConfig::grain`).
+    #[arg(long, default_value_t = DEFAULT_GRAIN)]
+    grain: usize,
     /// Also print each node's median time per frame over the timed runs.
     #[arg(long)]
     jobs: bool,
@@ -65,9 +74,14 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<String, String> {
-    if args.n == 0 || args.runs == 0 {
-        return Err("--n and --runs must be at least 1".into());
+    if args.n == 0 || args.runs == 0 || args.grain == 0 {
+        return Err("--n, --runs and --grain must be at least 1".into());
     }
+    let variant = match args.variant.as_str() {
+        "basic" => Variant::Basic,
+        "layered" => Variant::Layered,
+        other => return Err(format!("--variant must be basic or layered, not '{other}'")),
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)
         .build()
@@ -82,13 +96,18 @@ fn run(args: &Args) -> Result<String, String> {
             ));
         }
     };
+    let config = WorkloadConfig {
+        variant,
+        pose_chain,
+        grain: args.grain,
+    };
     pool.install(|| {
         let fox_path = match &args.fox {
             Some(p) => p.clone(),
             None => sinew_fixtures::asset_path("gltf/Fox.glb").map_err(|e| e.to_string())?,
         };
         let fox = load_fox(&fox_path)?;
-        let (mut store, mut animator) = setup(&fox, args.n, pose_chain)?;
+        let (mut store, mut animator) = setup_with(&fox, args.n, config)?;
         let joints = fox.mesh.bone_count();
         let mut palette = vec![[0.0f32; 12]; args.n * joints];
         let mut f = 0u64;
@@ -105,7 +124,7 @@ fn run(args: &Args) -> Result<String, String> {
         let (c0, c100) = match (c0, c100) {
             ((p0, Some(m0)), (p100, Some(m100))) => ((p0, m0), (p100, m100)),
             ((p0, _), (p100, _)) => {
-                let (m0, m100) = model_sums_kept(&fox)?;
+                let (m0, m100) = model_sums_kept(&fox, config)?;
                 ((p0, m0), (p100, m100))
             }
         };
@@ -136,10 +155,12 @@ fn run(args: &Args) -> Result<String, String> {
         let med = per_frame[per_frame.len() / 2];
         let (lo, hi) = (per_joint(per_frame[0]), per_joint(per_frame[per_frame.len() - 1]));
         let mut line = format!(
-            "ns/joint={:.2} spread=[{lo:.2}, {hi:.2}] n={} threads={} joints={joints} chars_per_60hz_frame={:.0} checksum_f0=({:.3}, {:.2}) checksum_f100=({:.3}, {:.2})",
+            "ns/joint={:.2} spread=[{lo:.2}, {hi:.2}] variant={} n={} threads={} grain={} joints={joints} chars_per_60hz_frame={:.0} checksum_f0=({:.3}, {:.2}) checksum_f100=({:.3}, {:.2})",
             per_joint(med),
+            args.variant,
             args.n,
             rayon::current_num_threads(),
+            args.grain,
             args.n as f64 * (1.0 / 60.0) / med,
             c0.0, c0.1, c100.0, c100.1
         );
@@ -154,10 +175,14 @@ fn run(args: &Args) -> Result<String, String> {
     })
 }
 
-/// The model-matrix checksums at frames 0 and 100 from four characters run with model
-/// matrices kept.
-fn model_sums_kept(fox: &FoxAssets) -> Result<(f64, f64), String> {
-    let (mut store, mut animator) = setup(fox, 4, PoseChain::FUSED_KEEPING_MODEL_POSES)?;
+/// The model-matrix checksums at frames 0 and 100 from four characters of the same variant
+/// run with model matrices kept.
+fn model_sums_kept(fox: &FoxAssets, config: WorkloadConfig) -> Result<(f64, f64), String> {
+    let config = WorkloadConfig {
+        pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
+        ..config
+    };
+    let (mut store, mut animator) = setup_with(fox, 4, config)?;
     let mut palette = vec![[0.0f32; 12]; 4 * fox.mesh.bone_count()];
     let mut sums = [0.0; 2];
     for f in 0..=100 {

@@ -1,18 +1,26 @@
-//! The peers' benchmark workload (WORKLOAD.md of the peer comparison), run through the full
-//! nine-job graph: N Fox characters, Walk·0.7 + Run·0.3 in one layer (LINEAR keys:
-//! translations lerped, rotations nlerped as ozz does — `Clip::with_linear_rotation(Nlerp)`;
-//! glTF's slerp is the importer's default — then blended as a weighted quaternion sum with sign
-//! alignment and normalised), hierarchy, float3x4 palettes (48 B, not ozz's 4x4).
+//! The benchmark workload of `docs/WORKLOAD.md`, run through the full nine-job graph:
+//! N Fox characters, Walk·0.7 + Run·0.3 in one layer (LINEAR keys: translations lerped,
+//! rotations nlerped as ozz does — `Clip::with_linear_rotation(Nlerp)`; glTF's slerp is the
+//! importer's default — then blended as a weighted quaternion sum with sign alignment and
+//! normalised), hierarchy, float3x4 palettes (48 B, not ozz's 4x4).
+//!
+//! [`Variant::Layered`] adds WORKLOAD.md's "Layered variant": Survey at its own phase on a
+//! second override layer, animation weight 0.5, masked to the subtree of `b_Spine02_03`.
+//! Masked layers take the sampler's per-bone path, not the SoA grid path
+//! ([`sinew_jobs::j4_sample_blend`]).
 
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::{AssetRegistry, Clip, LinearRotation, Rig, SkinnedMesh};
+use sinew_jobs::asset::{
+    AssetRegistry, AvatarMask, Clip, LinearRotation, RawAvatarMask, Rig, SkinnedMesh,
+};
 use sinew_jobs::component::{
-    AnimationToProcess, Animations, FrameSlot, LayerWeights, RigRef, SamplingCursors, SkinRef,
+    AnimationToProcess, Animations, BlendMode, FrameSlot, LayerWeights, RigRef, SamplingCursors,
+    SkinRef,
 };
 use sinew_jobs::frame::{ModelPoses, PaletteEntry};
 use sinew_jobs::import::import_gltf;
 use sinew_jobs::j8_remap_cache::RemapTable;
-use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
+use sinew_jobs::pipeline::{DEFAULT_GRAIN, PipelineConfig, PoseChain};
 use sinew_runtime::graph::{Access, FnNode, NodeError};
 use sinew_runtime::store::Store;
 use std::path::Path;
@@ -31,6 +39,43 @@ pub struct Phase(pub f64);
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WorkloadFrame(pub u64);
 
+/// The layered variant's mask root: it and its descendants (9 joints) play Survey.
+pub const MASK_ROOT: &str = "b_Spine02_03";
+/// The layered variant's Survey weight inside the mask.
+pub const SURVEY_WEIGHT: f32 = 0.5;
+
+/// Which of WORKLOAD.md's workloads runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Variant {
+    /// Walk·0.7 + Run·0.3 on one layer.
+    #[default]
+    Basic,
+    /// The basic layer, then Survey on a second override layer of weight
+    /// [`SURVEY_WEIGHT`], masked to the subtree of [`MASK_ROOT`].
+    Layered,
+}
+
+/// How [`setup_with`] builds the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkloadConfig {
+    /// Basic or layered.
+    pub variant: Variant,
+    /// How jobs 4, 6, 7 and 9 run.
+    pub pose_chain: PoseChain,
+    /// [`PipelineConfig::grain`]: entities per task in the pose chain.
+    pub grain: usize,
+}
+
+impl Default for WorkloadConfig {
+    fn default() -> Self {
+        Self {
+            variant: Variant::Basic,
+            pose_chain: PoseChain::default(),
+            grain: DEFAULT_GRAIN,
+        }
+    }
+}
+
 /// The assets of the workload.
 #[derive(Clone, Debug)]
 pub struct FoxAssets {
@@ -42,6 +87,10 @@ pub struct FoxAssets {
     pub walk: Arc<Clip>,
     /// Clip B.
     pub run: Arc<Clip>,
+    /// Clip C of the layered variant.
+    pub survey: Arc<Clip>,
+    /// The layered variant's mask: weight 1 on [`MASK_ROOT`] and its descendants, 0 elsewhere.
+    pub upper_body: Arc<AvatarMask>,
 }
 
 /// Loads Fox.glb.
@@ -67,10 +116,19 @@ pub fn load_fox(path: &Path) -> Result<FoxAssets, String> {
     // ozz-animation samples LINEAR rotations with nlerp; the workload follows it (glTF's own
     // rule, slerp, lands about 5e-3 away from ozz's palette checksum).
     let nlerp = |c: Arc<Clip>| Arc::new(c.with_linear_rotation(LinearRotation::Nlerp));
+    let upper_body = RawAvatarMask {
+        name: "upper body".into(),
+        bones: vec![(MASK_ROOT.into(), 1.0)],
+        include_descendants: true,
+    }
+    .bake(&scene.rig)
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(FoxAssets {
         rig: scene.rig.clone(),
         walk: nlerp(find("Walk")?),
         run: nlerp(find("Run")?),
+        survey: nlerp(find("Survey")?),
+        upper_body: Arc::new(upper_body),
         mesh,
     })
 }
@@ -84,8 +142,15 @@ pub fn times(i: u64, f: u64, dur_a: f64, dur_b: f64) -> (f32, f32) {
     ((ra * dur_a) as f32, (rb * dur_b) as f32)
 }
 
-/// A store with `n` characters and an animator (jobs 4, 6, 7 and 9 run as `pose_chain` says)
-/// whose first node sets every character's two clip times from the frame counter.
+/// The layered variant's Survey time of character `i` at frame `f`:
+/// `frac(ph_i + 0.61 + f·dt / duration_C) · duration_C`.
+pub fn time_survey(i: u64, f: u64, dur_c: f64) -> f32 {
+    let frac = |x: f64| x - x.floor();
+    let ph = frac(i as f64 * PHI_FRAC);
+    (frac(ph + 0.61 + f as f64 * DT / dur_c) * dur_c) as f32
+}
+
+/// The basic workload ([`setup_with`] with the default [`WorkloadConfig`] and `pose_chain`).
 ///
 /// # Errors
 /// A message when the store or graph cannot be built.
@@ -94,15 +159,45 @@ pub fn setup(
     n: usize,
     pose_chain: PoseChain,
 ) -> Result<(Store, Animator), String> {
+    setup_with(
+        fox,
+        n,
+        WorkloadConfig {
+            pose_chain,
+            ..WorkloadConfig::default()
+        },
+    )
+}
+
+/// A store with `n` characters and an animator (jobs 4, 6, 7 and 9 run as `config` says)
+/// whose first node sets every character's clip times from the frame counter.
+///
+/// # Errors
+/// A message when the store or graph cannot be built.
+pub fn setup_with(
+    fox: &FoxAssets,
+    n: usize,
+    config: WorkloadConfig,
+) -> Result<(Store, Animator), String> {
     let mut store = Store::new();
+    let layered = config.variant == Variant::Layered;
     store
         .spawn_batch((0..n as u64).map(|i| {
+            let mut list = vec![
+                AnimationToProcess::new(fox.walk.clone()).weight(0.7),
+                AnimationToProcess::new(fox.run.clone()).weight(0.3),
+            ];
+            if layered {
+                list.push(
+                    AnimationToProcess::new(fox.survey.clone())
+                        .weight(SURVEY_WEIGHT)
+                        .layer(1, BlendMode::Override)
+                        .mask(fox.upper_body.clone()),
+                );
+            }
             (
                 RigRef(fox.rig.clone()),
-                Animations::new(vec![
-                    AnimationToProcess::new(fox.walk.clone()).weight(0.7),
-                    AnimationToProcess::new(fox.run.clone()).weight(0.3),
-                ]),
+                Animations::new(list),
                 LayerWeights::default(),
                 FrameSlot::default(),
                 SamplingCursors::default(),
@@ -112,16 +207,17 @@ pub fn setup(
         }))
         .map_err(|e| e.to_string())?;
     store.insert_resource(WorkloadFrame(0));
-    let (dur_a, dur_b) = (
+    let (dur_a, dur_b, dur_c) = (
         f64::from(fox.walk.duration()),
         f64::from(fox.run.duration()),
+        f64::from(fox.survey.duration()),
     );
-    let config = PipelineConfig {
+    let pipeline = PipelineConfig {
         advance_clocks: false,
-        pose_chain,
-        ..PipelineConfig::default()
+        pose_chain: config.pose_chain,
+        grain: config.grain,
     };
-    let animator = Animator::with(&mut store, config, |b, nodes| {
+    let animator = Animator::with(&mut store, pipeline, |b, nodes| {
         let clock = b.add_node(FnNode::new(
             "workload clock",
             Access::new()
@@ -143,6 +239,11 @@ pub fn setup(
                         let mut it = a.iter_mut();
                         if let (Some(x), Some(y)) = (it.next(), it.next()) {
                             (x.time, x.previous_time, y.time, y.previous_time) = (ta, ta, tb, tb);
+                        }
+                        // Layer 1 sorts after layer 0: the third animation is Survey.
+                        if let Some(z) = it.next() {
+                            let tc = time_survey(p.0 as u64, f, dur_c);
+                            (z.time, z.previous_time) = (tc, tc);
                         }
                     }
                 });

@@ -15,10 +15,6 @@ use std::sync::Arc;
 /// Maximum number of animation layers per entity.
 pub const MAX_LAYERS: usize = 8;
 
-/// Default grain of the sampling job: bones per parallel task, rounded to whole entities (an
-/// entity is sampled by one task, so its clips' key rows are read once per 8-bone block).
-pub const SAMPLING_BATCH: usize = 256;
-
 /// How an animation combines with the layers below it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum BlendMode {

@@ -1,5 +1,5 @@
 //! Job 4, sampling and blending: every bone of every entity, data-parallel over runs of
-//! whole entities of about [`SAMPLING_BATCH`] bones.
+//! whole entities ([`SampleBlendJob::batch`] entities per task).
 //!
 //! Two phases. [`resolve_spans`] runs once per entity: for each playing animation it wraps
 //! the time into the clip and locates the keys around it on each of the clip's timelines,
@@ -19,8 +19,6 @@
 //! why the last bits differ; tested to 1e-6).
 
 use crate::asset::{KeyGrid, KeySpan, Rig, Transform};
-#[cfg(doc)]
-use crate::component::SAMPLING_BATCH;
 use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 use crate::error::JobError;
 use crate::math::soa::{BlockKeys, LANES, SingleLayer, SoaTransform, blend_block};
@@ -84,8 +82,8 @@ pub fn resolve_spans(
 /// Phase two: samples and blends every bone of every entity.
 ///
 /// Inputs: the per-entity table (with each entity's first flat bone) and the spans of phase
-/// one. Output: one local [`Transform`] per flat bone. Parallel over entities (whole entities
-/// per task, about [`SampleBlendJob::batch`] bones each): an entity whose animations are
+/// one. Output: one local [`Transform`] per flat bone. Parallel over entities (at most
+/// [`SampleBlendJob::batch`] whole entities per task): an entity whose animations are
 /// unmasked overrides on one layer over clips with a shared time grid ([`Clip::grid`]) is
 /// sampled and blended `LANES` bones at a time in SoA; any other entity bone by bone with
 /// [`sample_blend_bone`].
@@ -100,7 +98,9 @@ pub struct SampleBlendJob<'a> {
     pub spans: &'a [KeySpan],
     /// Output local poses, one per flat bone.
     pub out: &'a mut [Transform],
-    /// Bones per parallel task, rounded to whole entities (default [`SAMPLING_BATCH`]).
+    /// Entities per parallel task (at most; an entity is never split, so its clips' key rows
+    /// are read once per 8-bone block). The pipeline passes
+    /// [`PipelineConfig::grain`](crate::pipeline::PipelineConfig::grain); 0 is read as 1.
     pub batch: usize,
 }
 
@@ -153,7 +153,7 @@ impl SampleBlendJob<'_> {
 }
 
 /// Splits the entities in halves (cutting `out`, which starts at flat bone `out_base`, at the
-/// first bone of the right half) until a run has at most `grain` bones or one entity.
+/// first bone of the right half) until a run has at most `grain` entities.
 fn run_range(
     entities: &[Option<EntitySampling<'_>>],
     spans: &[KeySpan],
@@ -161,7 +161,7 @@ fn run_range(
     out_base: usize,
     grain: usize,
 ) {
-    if entities.len() > 1 && out.len() > grain {
+    if entities.len() > grain {
         let mid = entities.len() / 2;
         let (left, right) = entities.split_at(mid);
         let split = right.iter().flatten().next().map_or(out.len(), |e| {

@@ -217,16 +217,6 @@ impl PoseChainJob<'_> {
         }
     }
 
-    /// Bones of the run (from its first slot to the end of its last).
-    fn bone_span(&self) -> usize {
-        match (self.slots.first(), self.slots.last()) {
-            (Some(a), Some(b)) => {
-                (b.bone_offset + b.bone_count).saturating_sub(a.bone_offset) as usize
-            }
-            _ => 0,
-        }
-    }
-
     /// The run cut before entity `mid` (clamped to the run), its pieces cut at that entity's
     /// first bone and first palette entry.
     pub fn split_at(self, mid: usize) -> (Self, Self) {
@@ -294,12 +284,12 @@ impl PoseChainJob<'_> {
         (left, right)
     }
 
-    /// Runs in parallel: halves of the run (rayon `join`) down to about `grain` bones or one
-    /// entity per task, each task with its worker thread's [`ChainScratch`]. Every entity is
+    /// Runs in parallel: halves of the run (rayon `join`) down to at most `grain` entities
+    /// per task (0 is read as 1), each task with its worker thread's [`ChainScratch`]. Every entity is
     /// computed by one task from the same inputs, so the results do not depend on the
     /// number of threads.
     pub fn run_parallel(self, grain: usize) {
-        if self.entities.len() > 1 && self.bone_span() > grain.max(1) {
+        if self.entities.len() > grain.max(1) {
             let mid = self.entities.len() / 2;
             let (left, right) = self.split_at(mid);
             rayon::join(|| left.run_parallel(grain), || right.run_parallel(grain));

@@ -30,7 +30,6 @@ mod sample_blend;
 mod skinning;
 mod user_curves;
 
-use crate::component::SAMPLING_BATCH;
 use crate::frame::{
     BoneTable, FrameCounts, FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer,
     PaletteDestination, PaletteOffsets,
@@ -58,11 +57,44 @@ pub struct FrameTime {
     pub dt: f32,
 }
 
+/// The default [`PipelineConfig::grain`]: 16 entities per task, the design card's batch size.
+/// On the Fox workload (24 joints, 2 threads) grains 4 to 64 time within a few percent of
+/// each other; 1 costs about 10% in task overhead, and 256 leaves a thread idle at 100
+/// characters (one task per store chunk).
+pub const DEFAULT_GRAIN: usize = 16;
+
 /// Options of [`register`].
 #[derive(Clone, Copy, Debug)]
 pub struct PipelineConfig {
-    /// Bones per parallel task in the sampling job (whole entities per task).
-    pub sampling_batch: usize,
+    /// Items per rayon task in the data-parallel nodes whose work scales with the bones
+    /// (the default [`DEFAULT_GRAIN`]). A run is halved (rayon `join`) until it holds at most
+    /// `grain` items, so a task holds between `grain / 2` and `grain`; the grain changes how
+    /// the work is cut, never what is computed, so palettes are bit-identical for every grain.
+    /// What one item is:
+    ///
+    /// - the fused pose chain (jobs 4, 6, 7 and 9, [`PoseChain::Fused`]): one **entity**, all
+    ///   four jobs for it, in one task with its worker's scratch; runs are cut within each
+    ///   store chunk (chunks run in parallel beside each other, so a grain larger than a
+    ///   chunk's entity count means one task per chunk);
+    /// - staged job 4 (sample + blend), its bone phase: one **entity** (all its bones: an
+    ///   entity is never split, because its clips' key rows are loaded once per 8-bone SoA
+    ///   block, and cutting it would load them once per piece); its span phase is per chunk;
+    /// - the per-chunk nodes (the clock, jobs 1 and 5, the exposed-bone node, and staged
+    ///   jobs 6, 7 and 9): one **store chunk** (16 KiB of rows, tens to hundreds of
+    ///   entities); the grain does not apply. The clock and jobs 1 and 5 do a few
+    ///   operations per entity, so tasks smaller than a chunk would cost more in rayon
+    ///   overhead than they balance. Staged 6, 7 and 9 do O(bones) work and would gain from an
+    ///   entity grain at small crowds (one chunk is one task), but the staged chain is the
+    ///   mode for user nodes between the jobs, not the fast path, and keeps the chunk;
+    /// - job 2 (prefix sum): sequential below
+    ///   [`PARALLEL_SCAN_THRESHOLD`](crate::j2_prefix_sum::PARALLEL_SCAN_THRESHOLD) entities,
+    ///   above it blocks of at least 1024 entities; job 3 (per-bone table): groups of at least
+    ///   4096 **bones**. Both are integer bookkeeping bound by memory, not a grain to tune.
+    ///   Job 8 (remap cache) runs on one thread: it holds one entry per rig and skin pair.
+    ///
+    /// 0 is read as 1 (the finest split), because no grain is wrong, only slower: the field
+    /// is a tuning knob, and its only invalid value has one obvious meaning.
+    pub grain: usize,
     /// Whether to add the clock node that advances every animation by [`FrameTime`] before
     /// job 1 (`previous_time := time; time += speed · dt`). Without it the caller sets times.
     pub advance_clocks: bool,
@@ -73,7 +105,7 @@ pub struct PipelineConfig {
 impl Default for PipelineConfig {
     fn default() -> Self {
         Self {
-            sampling_batch: SAMPLING_BATCH,
+            grain: DEFAULT_GRAIN,
             advance_clocks: true,
             pose_chain: PoseChain::default(),
         }
@@ -202,7 +234,7 @@ pub fn register(
     builder
         .add_edge(bone_offsets, prefix_sum)
         .add_edge(prefix_sum, per_bone_info);
-    let batch = config.sampling_batch.max(1);
+    let batch = config.grain.max(1);
     match config.pose_chain {
         PoseChain::Fused { keep_model_poses } => {
             let chain = builder.add_node(PoseChainNode {
