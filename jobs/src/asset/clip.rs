@@ -451,7 +451,7 @@ pub struct Clip {
     timelines: Vec<Timeline>,
     /// Translation, rotation and scale channel of each bone side by side (one cache line per
     /// bone) for the sampler.
-    bone_channels: Vec<[Option<Channel>; 3]>,
+    bone_channels: Vec<BoneChannels>,
     vec3_values: Vec<Vec3>,
     vec3_in: Vec<Vec3>,
     vec3_out: Vec<Vec3>,
@@ -668,6 +668,9 @@ impl ClipBuilder<'_> {
     }
 }
 
+/// A bone's translation, rotation and scale channels.
+type BoneChannels = [Option<Channel>; 3];
+
 impl RawClip {
     /// Validates the clip and binds it to `rig`: tracks are stored in the rig's bone order.
     ///
@@ -677,7 +680,6 @@ impl RawClip {
     /// infinite values, zero-length rotations, or a negative or non-finite duration.
     pub fn bake(&self, rig: &Rig) -> Result<Clip, BakeError> {
         let asset = format!("clip '{}'", self.name);
-        let n = rig.bone_count();
         let mut hasher = ContentHasher::new();
         hasher
             .str("clip")
@@ -701,75 +703,10 @@ impl RawClip {
             f32_out: Vec::new(),
             hasher: &mut hasher,
         };
-        let mut translation = vec![None; n];
-        let mut rotation = vec![None; n];
-        let mut scale = vec![None; n];
-        let mut bound = vec![false; n];
-        let mut last_key = 0.0f32;
-        for tracks in &self.bones {
-            let bone = rig
-                .find_by_name(&tracks.bone)
-                .ok_or_else(|| BakeError::UnknownBone {
-                    asset: asset.clone(),
-                    bone: tracks.bone.clone(),
-                })?;
-            if std::mem::replace(&mut bound[bone.get()], true) {
-                return Err(BakeError::Invalid {
-                    asset: asset.clone(),
-                    reason: format!("bone '{}' has two track sets", tracks.bone),
-                });
-            }
-            b.hasher.str(&tracks.bone);
-            if let Some(t) = &tracks.translation {
-                translation[bone.get()] = Some(b.vec3(t, &format!("{}.translation", tracks.bone))?);
-                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
-            }
-            if let Some(t) = &tracks.rotation {
-                rotation[bone.get()] = Some(b.quat(t, &format!("{}.rotation", tracks.bone))?);
-                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
-            }
-            if let Some(t) = &tracks.scale {
-                scale[bone.get()] = Some(b.vec3(t, &format!("{}.scale", tracks.bone))?);
-                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
-            }
-        }
-        let mut curves = Vec::with_capacity(self.curves.len());
-        for c in &self.curves {
-            let channel = b.scalar(&c.track, &format!("curve {}", c.name))?;
-            last_key = last_key.max(c.track.times.last().copied().unwrap_or(0.0));
-            curves.push(CurveChannel {
-                name: c.name.clone(),
-                hash: bone_hash(&c.name),
-                channel,
-            });
-        }
-        let duration = match self.duration {
-            Some(d) if d.is_finite() && d >= 0.0 => d,
-            Some(_) => {
-                return Err(BakeError::NotFinite {
-                    asset,
-                    location: "duration".into(),
-                });
-            }
-            None => last_key,
-        };
-        let mut events = Vec::with_capacity(self.events.len());
-        for e in &self.events {
-            if !e.time.is_finite() || !e.payload.is_finite() {
-                return Err(BakeError::NotFinite {
-                    asset,
-                    location: format!("event '{}'", e.name),
-                });
-            }
-            b.hasher.str(&e.name).f32(e.time).f32(e.payload);
-            events.push(ClipEvent {
-                name: e.name.clone(),
-                hash: bone_hash(&e.name),
-                time: e.time,
-                payload: e.payload,
-            });
-        }
-        events.sort_by(|a, b| a.time.total_cmp(&b.time));
+        let (bone_channels, tracks_end) = self.bake_bone_tracks(rig, &mut b)?;
+        let (curves, curves_end) = self.bake_curves(&mut b)?;
+        let duration = self.duration_or(tracks_end.max(curves_end), &asset)?;
+        let events = self.bake_events(b.hasher, &asset)?;
         b.hasher.f32(duration);
         let ClipBuilder {
             timelines,
@@ -792,9 +729,7 @@ impl RawClip {
             rig_hash: rig.content_hash(),
             rig_name: rig.name().to_string(),
             timelines,
-            bone_channels: (0..n)
-                .map(|i| [translation[i], rotation[i], scale[i]])
-                .collect(),
+            bone_channels,
             vec3_values,
             vec3_in,
             vec3_out,
@@ -820,39 +755,7 @@ impl RawClip {
             &clip.rest_pose,
         );
         if let Some(reference) = &self.additive_reference {
-            let poses = match reference {
-                AdditiveReference::RestPose => rig.rest_pose().to_vec(),
-                AdditiveReference::ClipStart => {
-                    let t0 = clip
-                        .timelines
-                        .iter()
-                        .filter_map(|t| t.times.first().copied())
-                        .fold(f32::INFINITY, f32::min);
-                    let t0 = if t0.is_finite() { t0 } else { 0.0 };
-                    (0..n)
-                        .map(|i| clip.sample_bone(BoneIndex(i as u32), t0))
-                        .collect()
-                }
-                AdditiveReference::Pose(list) => {
-                    let mut poses = rig.rest_pose().to_vec();
-                    for (name, pose) in list {
-                        let bone =
-                            rig.find_by_name(name)
-                                .ok_or_else(|| BakeError::UnknownBone {
-                                    asset: asset.clone(),
-                                    bone: name.clone(),
-                                })?;
-                        if !pose.is_valid() {
-                            return Err(BakeError::NotFinite {
-                                asset,
-                                location: format!("additive reference of bone '{name}'"),
-                            });
-                        }
-                        poses[bone.get()] = flush_negligible(pose);
-                    }
-                    poses
-                }
-            };
+            let poses = additive_reference_poses(reference, &clip, rig, &asset)?;
             for p in &poses {
                 hasher.vec3(p.translation).quat(p.rotation).vec3(p.scale);
             }
@@ -861,6 +764,145 @@ impl RawClip {
         clip.content_hash = hasher.finish();
         Ok(clip)
     }
+    /// The bone tracks in the rig's order, `[translation, rotation, scale]` per bone, and the
+    /// last key time over them.
+    fn bake_bone_tracks(
+        &self,
+        rig: &Rig,
+        b: &mut ClipBuilder<'_>,
+    ) -> Result<(Vec<BoneChannels>, f32), BakeError> {
+        let mut channels = vec![[None; 3]; rig.bone_count()];
+        let mut bound = vec![false; rig.bone_count()];
+        let mut last_key = 0.0f32;
+        for tracks in &self.bones {
+            let bone = rig
+                .find_by_name(&tracks.bone)
+                .ok_or_else(|| BakeError::UnknownBone {
+                    asset: b.asset.clone(),
+                    bone: tracks.bone.clone(),
+                })?;
+            if std::mem::replace(&mut bound[bone.get()], true) {
+                return Err(BakeError::Invalid {
+                    asset: b.asset.clone(),
+                    reason: format!("bone '{}' has two track sets", tracks.bone),
+                });
+            }
+            b.hasher.str(&tracks.bone);
+            let [translation, rotation, scale] = &mut channels[bone.get()];
+            if let Some(t) = &tracks.translation {
+                *translation = Some(b.vec3(t, &format!("{}.translation", tracks.bone))?);
+                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
+            }
+            if let Some(t) = &tracks.rotation {
+                *rotation = Some(b.quat(t, &format!("{}.rotation", tracks.bone))?);
+                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
+            }
+            if let Some(t) = &tracks.scale {
+                *scale = Some(b.vec3(t, &format!("{}.scale", tracks.bone))?);
+                last_key = last_key.max(t.times.last().copied().unwrap_or(0.0));
+            }
+        }
+        Ok((channels, last_key))
+    }
+
+    /// The user curves, and the last key time over them.
+    fn bake_curves(&self, b: &mut ClipBuilder<'_>) -> Result<(Vec<CurveChannel>, f32), BakeError> {
+        let mut last_key = 0.0f32;
+        let curves = self
+            .curves
+            .iter()
+            .map(|c| {
+                let channel = b.scalar(&c.track, &format!("curve {}", c.name))?;
+                last_key = last_key.max(c.track.times.last().copied().unwrap_or(0.0));
+                Ok(CurveChannel {
+                    name: c.name.clone(),
+                    hash: bone_hash(&c.name),
+                    channel,
+                })
+            })
+            .collect::<Result<Vec<_>, BakeError>>()?;
+        Ok((curves, last_key))
+    }
+
+    /// The given duration, or `last_key` without one.
+    fn duration_or(&self, last_key: f32, asset: &str) -> Result<f32, BakeError> {
+        match self.duration {
+            Some(d) if d.is_finite() && d >= 0.0 => Ok(d),
+            Some(_) => Err(BakeError::NotFinite {
+                asset: asset.to_string(),
+                location: "duration".into(),
+            }),
+            None => Ok(last_key),
+        }
+    }
+
+    /// The events, checked, hashed and sorted by time.
+    fn bake_events(
+        &self,
+        hasher: &mut ContentHasher,
+        asset: &str,
+    ) -> Result<Vec<ClipEvent>, BakeError> {
+        let mut events = Vec::with_capacity(self.events.len());
+        for e in &self.events {
+            if !e.time.is_finite() || !e.payload.is_finite() {
+                return Err(BakeError::NotFinite {
+                    asset: asset.to_string(),
+                    location: format!("event '{}'", e.name),
+                });
+            }
+            hasher.str(&e.name).f32(e.time).f32(e.payload);
+            events.push(ClipEvent {
+                name: e.name.clone(),
+                hash: bone_hash(&e.name),
+                time: e.time,
+                payload: e.payload,
+            });
+        }
+        events.sort_by(|a, b| a.time.total_cmp(&b.time));
+        Ok(events)
+    }
+}
+
+/// The pose an additive clip is played relative to, one per rig bone.
+fn additive_reference_poses(
+    reference: &AdditiveReference,
+    clip: &Clip,
+    rig: &Rig,
+    asset: &str,
+) -> Result<Vec<Transform>, BakeError> {
+    Ok(match reference {
+        AdditiveReference::RestPose => rig.rest_pose().to_vec(),
+        AdditiveReference::ClipStart => {
+            let t0 = clip
+                .timelines
+                .iter()
+                .filter_map(|t| t.times.first().copied())
+                .fold(f32::INFINITY, f32::min);
+            let t0 = if t0.is_finite() { t0 } else { 0.0 };
+            (0..rig.bone_count())
+                .map(|i| clip.sample_bone(BoneIndex(i as u32), t0))
+                .collect()
+        }
+        AdditiveReference::Pose(list) => {
+            let mut poses = rig.rest_pose().to_vec();
+            for (name, pose) in list {
+                let bone = rig
+                    .find_by_name(name)
+                    .ok_or_else(|| BakeError::UnknownBone {
+                        asset: asset.to_string(),
+                        bone: name.clone(),
+                    })?;
+                if !pose.is_valid() {
+                    return Err(BakeError::NotFinite {
+                        asset: asset.to_string(),
+                        location: format!("additive reference of bone '{name}'"),
+                    });
+                }
+                poses[bone.get()] = flush_negligible(pose);
+            }
+            poses
+        }
+    })
 }
 
 impl Clip {
