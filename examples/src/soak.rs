@@ -371,7 +371,7 @@ impl Histogram {
 /// A message naming the frame and entity on the first mismatch against a lone run, a memory
 /// growth over the limit, a failed frame or bad options.
 pub fn run_soak(opts: &SoakOptions) -> Result<SoakReport, String> {
-    if opts.count == 0 || opts.check_every == 0 || !(opts.dt > 0.0) {
+    if opts.count == 0 || opts.check_every == 0 || !opts.dt.is_finite() || opts.dt <= 0.0 {
         return Err("count, check_every and dt must be positive".into());
     }
     if opts.frames.is_none() && opts.duration.is_none() {
