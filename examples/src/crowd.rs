@@ -180,14 +180,14 @@ impl CrowdSummary {
 }
 
 /// The assets a crowd plays.
-struct Model {
+pub(crate) struct Model {
     name: String,
-    rig: Arc<sinew_jobs::asset::Rig>,
-    mesh: Arc<SkinnedMesh>,
-    kind: ModelKind,
+    pub(crate) rig: Arc<sinew_jobs::asset::Rig>,
+    pub(crate) mesh: Arc<SkinnedMesh>,
+    pub(crate) kind: ModelKind,
 }
 
-enum ModelKind {
+pub(crate) enum ModelKind {
     Builtin {
         walk: Arc<Clip>,
         run: Arc<Clip>,
@@ -201,7 +201,7 @@ enum ModelKind {
     },
 }
 
-fn load_model(opts: &CrowdOptions, registry: &AssetRegistry) -> Result<Model, String> {
+pub(crate) fn load_model(opts: &CrowdOptions, registry: &AssetRegistry) -> Result<Model, String> {
     match &opts.gltf {
         None => {
             let c = builtin::bake_character(registry)
@@ -260,7 +260,7 @@ fn load_model(opts: &CrowdOptions, registry: &AssetRegistry) -> Result<Model, St
 }
 
 /// Deterministic per-character parameters from its index.
-fn hash01(i: u64, salt: u64) -> f32 {
+pub(crate) fn hash01(i: u64, salt: u64) -> f32 {
     let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03);
     x ^= x >> 31;
     x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -269,7 +269,7 @@ fn hash01(i: u64, salt: u64) -> f32 {
 }
 
 /// The animations of character `i`.
-fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
+pub(crate) fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
     match &model.kind {
         ModelKind::Builtin {
             walk,
@@ -320,7 +320,7 @@ fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
     }
 }
 
-type CrowdBundle = (
+pub(crate) type CrowdBundle = (
     RigRef,
     Animations,
     LayerWeights,
@@ -366,7 +366,12 @@ fn lod_animation(
 pub const SPACING: f32 = 2.0;
 
 /// Character `i`; with `lod` (bake rate, the model's [`lod_clips`]) it plays one clip.
-fn character(model: &Model, i: u64, grid: usize, lod: Option<(f32, &[Arc<Clip>])>) -> CrowdBundle {
+pub(crate) fn character(
+    model: &Model,
+    i: u64,
+    grid: usize,
+    lod: Option<(f32, &[Arc<Clip>])>,
+) -> CrowdBundle {
     let spacing = SPACING;
     let (x, z) = (
         (i as usize % grid) as f32 * spacing,

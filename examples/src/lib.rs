@@ -1,7 +1,9 @@
 //! Shared code of the sinew examples: the crowd simulation behind `cargo run --example crowd`,
-//! the benchmark workload, and the engine that owns its GPU device (`engine_device`).
+//! the benchmark workload, the engine that owns its GPU device (`engine_device`), and the soak
+//! run of the default crowd (`soak`).
 
 pub mod crowd;
 pub mod engine_device;
 pub mod lod;
+pub mod soak;
 pub mod workload;
