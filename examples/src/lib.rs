@@ -4,4 +4,5 @@
 pub mod crowd;
 pub mod engine_device;
 pub mod lod;
+pub mod obj;
 pub mod workload;
