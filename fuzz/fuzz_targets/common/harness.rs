@@ -99,6 +99,7 @@ fn seeds_from(dir: &Path) -> Vec<Vec<u8>> {
 
 /// Runs `check` on mutations of the files in `fuzz/corpus/<name>/` (plus `extra_seeds`) for
 /// `--seconds` (default 60) or `--iterations`, from `--seed`; exits 1 when any input failed.
+/// `--replay FILE...` runs the check once on each file instead.
 pub fn main(name: &str, extra_seeds: Vec<Vec<u8>>, dict: &[&[u8]], check: fn(&[u8]) -> Result<(), String>) {
     let args: Vec<String> = std::env::args().collect();
     let arg = |flag: &str| {
@@ -107,6 +108,21 @@ pub fn main(name: &str, extra_seeds: Vec<Vec<u8>>, dict: &[&[u8]], check: fn(&[u
             .and_then(|i| args.get(i + 1))
             .and_then(|v| v.parse::<u64>().ok())
     };
+    if let Some(i) = args.iter().position(|a| a == "--replay") {
+        // Runs the check once on each file given after `--replay`.
+        let mut failed = false;
+        for f in &args[i + 1..] {
+            let data = std::fs::read(f).unwrap_or_default();
+            match check(&data) {
+                Ok(()) => println!("{f}: ok"),
+                Err(e) => {
+                    failed = true;
+                    println!("{f}: {e}");
+                }
+            }
+        }
+        std::process::exit(i32::from(failed));
+    }
     let seconds = arg("--seconds").unwrap_or(60);
     let max_iters = arg("--iterations").unwrap_or(u64::MAX);
     let seed = arg("--seed").unwrap_or(0x5eed_0f_91f7);
