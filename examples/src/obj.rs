@@ -19,20 +19,66 @@ pub struct Obj {
     pub positions: Vec<Vec3>,
 }
 
+/// Checks that every index of a face line refers to an element already read: tobj 4.0
+/// multiplies an out-of-range relative index before its bounds check (an arithmetic overflow
+/// with overflow checks on, see `fuzz/README.md`).
+fn check_face<'a>(
+    items: impl Iterator<Item = &'a str>,
+    counts: &[usize; 3],
+    name: &str,
+    line: usize,
+) -> Result<(), String> {
+    for item in items {
+        for (k, part) in item.split('/').enumerate() {
+            if part.is_empty() && k > 0 {
+                continue;
+            }
+            let n = counts.get(k).copied().unwrap_or(0);
+            let ok = match part.parse::<i64>() {
+                Ok(i) if i > 0 => usize::try_from(i).is_ok_and(|i| i <= n),
+                Ok(i) if i < 0 => usize::try_from(i.unsigned_abs()).is_ok_and(|i| i <= n),
+                _ => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "{name}:{line}: face index '{item}' refers to no element ({n} read so far)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads OBJ `text`; `name` (a path, usually) prefixes every error message.
 ///
 /// Material libraries are not loaded (an `mtllib` line is not an error).
 ///
 /// # Errors
 /// A one-line message naming `name` (and the line for a bad `v` line): a `v` line without three
-/// numbers, an OBJ that tobj refuses, a position from tobj that is not a `v` line, no vertices.
+/// numbers, a face index that refers to no element read before it, an OBJ that tobj refuses, a position from tobj that is not a `v` line, no vertices.
 pub fn parse_obj(text: String, name: &str) -> Result<Obj, String> {
     let mut positions = Vec::new();
+    // Elements seen so far: v, vt, vn (face indices are resolved against them).
+    let mut counts = [0usize; 3];
     for (ln, line) in text.lines().enumerate() {
         let mut it = line.split_whitespace();
-        if it.next() != Some("v") {
-            continue;
+        match it.next() {
+            Some("v") => {}
+            Some("vt") => {
+                counts[1] += 1;
+                continue;
+            }
+            Some("vn") => {
+                counts[2] += 1;
+                continue;
+            }
+            Some("f") => {
+                check_face(it, &counts, name, ln + 1)?;
+                continue;
+            }
+            _ => continue,
         }
+        counts[0] += 1;
         let mut c = [0.0f32; 3];
         for x in &mut c {
             *x = it

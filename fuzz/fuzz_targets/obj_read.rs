@@ -68,9 +68,30 @@ fn main() {
         }
     }
     let dict: &[&[u8]] = &[
-        b"v ", b"vt ", b"vn ", b"f ", b"o ", b"g ", b"s ", b"l ", b"p ", b"mtllib ", b"usemtl ",
-        b"/", b"//", b"-1", b"0", b"1e39", b"nan", b"inf", b"-0", b"4294967295", b"\\\n", b"\r\n",
-        b"#", b"\n",
+        b"v ",
+        b"vt ",
+        b"vn ",
+        b"f ",
+        b"o ",
+        b"g ",
+        b"s ",
+        b"l ",
+        b"p ",
+        b"mtllib ",
+        b"usemtl ",
+        b"/",
+        b"//",
+        b"-1",
+        b"0",
+        b"1e39",
+        b"nan",
+        b"inf",
+        b"-0",
+        b"4294967295",
+        b"\\\n",
+        b"\r\n",
+        b"#",
+        b"\n",
     ];
     harness::main("obj_read", seeds, dict, check);
 }

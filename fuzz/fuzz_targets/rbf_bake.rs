@@ -20,8 +20,8 @@
 
 use std::sync::Arc;
 
-use sinew_jobs::deform::{BakeOptions, Kernel, RbfDeformer, RbfMode, Representation, bake};
 use glam::Vec3;
+use sinew_jobs::deform::{BakeOptions, Kernel, RbfDeformer, RbfMode, Representation, bake};
 
 /// Largest control and high counts built from one input (keeps the dense solve cheap).
 const MAX_CTRL: usize = 48;
@@ -198,7 +198,10 @@ fn check(data: &[u8]) -> Result<(), String> {
     }
     if let Some(w) = binding.weights() {
         if let Some(i) = w.vals().iter().position(|v| !v.is_finite()) {
-            return Err(format!("non-finite weight {} at {i}: {report:?}", w.vals()[i]));
+            return Err(format!(
+                "non-finite weight {} at {i}: {report:?}",
+                w.vals()[i]
+            ));
         }
     } else if report.representation == Representation::Weights {
         return Err("Weights representation without weights".into());
@@ -214,7 +217,10 @@ fn check(data: &[u8]) -> Result<(), String> {
         .deform(&c.low, &mut out)
         .map_err(|e| format!("deform at rest: {e}"))?;
     if let Some(i) = out.iter().position(|p| !p.is_finite()) {
-        return Err(format!("deform at rest: vertex {i} is {}: {report:?}", out[i]));
+        return Err(format!(
+            "deform at rest: vertex {i} is {}: {report:?}",
+            out[i]
+        ));
     }
     // Only moderate inputs: the kernels grow like r³ and the polynomial term linearly, so far
     // out a bounded displacement can overflow f32 legitimately.
@@ -226,7 +232,10 @@ fn check(data: &[u8]) -> Result<(), String> {
         .deform(&posed, &mut out)
         .map_err(|e| format!("deform posed: {e}"))?;
     if let Some(i) = out.iter().position(|p| !p.is_finite()) {
-        return Err(format!("deform posed: vertex {i} is {}: {report:?}", out[i]));
+        return Err(format!(
+            "deform posed: vertex {i} is {}: {report:?}",
+            out[i]
+        ));
     }
     Ok(())
 }

@@ -100,7 +100,12 @@ fn seeds_from(dir: &Path) -> Vec<Vec<u8>> {
 /// Runs `check` on mutations of the files in `fuzz/corpus/<name>/` (plus `extra_seeds`) for
 /// `--seconds` (default 60) or `--iterations`, from `--seed`; exits 1 when any input failed.
 /// `--replay FILE...` runs the check once on each file instead.
-pub fn main(name: &str, extra_seeds: Vec<Vec<u8>>, dict: &[&[u8]], check: fn(&[u8]) -> Result<(), String>) {
+pub fn main(
+    name: &str,
+    extra_seeds: Vec<Vec<u8>>,
+    dict: &[&[u8]],
+    check: fn(&[u8]) -> Result<(), String>,
+) {
     let args: Vec<String> = std::env::args().collect();
     let arg = |flag: &str| {
         args.iter()
@@ -161,7 +166,10 @@ pub fn main(name: &str, extra_seeds: Vec<Vec<u8>>, dict: &[&[u8]], check: fn(&[u
             let _ = std::fs::create_dir_all(&artifacts);
             let path = artifacts.join(format!("crash-{execs}.bin"));
             let _ = std::fs::write(&path, &input);
-            eprintln!("finding {findings} at exec {execs}: {msg} -> {}", path.display());
+            eprintln!(
+                "finding {findings} at exec {execs}: {msg} -> {}",
+                path.display()
+            );
         }
     }
     let secs = start.elapsed().as_secs_f64();
