@@ -7,13 +7,10 @@
 //!
 //! Progress (bake report, timings) goes to stdout; an error is one line on stderr and a
 //! non-zero exit status. Writes the deformed high mesh in the input vertex order: the `v` lines (deformed), then every
-//! other line of the high OBJ unchanged (faces keep their indices). Files are loaded with `tobj`
-//! (`single_index: false`, no merging or reordering) to validate them; positions are taken from
-//! the `v` lines in file order, because tobj's multi-index mode renumbers positions in order of
-//! first reference by a face and drops unreferenced ones (the example checks that every
-//! position tobj returns is one of the file's).
+//! other line of the high OBJ unchanged (faces keep their indices). Files are read by
+//! `sinew_examples::obj::parse_obj`: positions from the `v` lines in file order, the file
+//! validated by `tobj`.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,6 +18,7 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use glam::Vec3;
+use sinew_examples::obj::{Obj, parse_obj};
 use sinew_jobs::deform::{BakeOptions, Kernel, RbfDeformer, bake};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -64,53 +62,9 @@ struct Args {
     gpu: bool,
 }
 
-struct Obj {
-    text: String,
-    positions: Vec<Vec3>,
-}
-
 fn load_obj(path: &Path) -> Result<Obj, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut positions = Vec::new();
-    for (ln, line) in text.lines().enumerate() {
-        let mut it = line.split_whitespace();
-        if it.next() != Some("v") {
-            continue;
-        }
-        let mut c = [0.0f32; 3];
-        for x in &mut c {
-            *x = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| {
-                format!("{}:{}: bad vertex line '{line}'", path.display(), ln + 1)
-            })?;
-        }
-        positions.push(Vec3::from(c));
-    }
-    let opts = tobj::LoadOptions {
-        single_index: false,
-        triangulate: false,
-        ignore_points: true,
-        ignore_lines: true,
-    };
-    let (models, _) =
-        tobj::load_obj(path, &opts).map_err(|e| format!("{}: tobj: {e}", path.display()))?;
-    let known: HashSet<[u32; 3]> = positions
-        .iter()
-        .map(|p| p.to_array().map(f32::to_bits))
-        .collect();
-    for m in &models {
-        for p in m.mesh.positions.chunks_exact(3) {
-            if !known.contains(&[p[0].to_bits(), p[1].to_bits(), p[2].to_bits()]) {
-                return Err(format!(
-                    "{}: tobj returned a position that is not a 'v' line of the file",
-                    path.display()
-                ));
-            }
-        }
-    }
-    if positions.is_empty() {
-        return Err(format!("{}: no vertices", path.display()));
-    }
-    Ok(Obj { text, positions })
+    parse_obj(text, &path.display().to_string())
 }
 
 fn write_obj(path: &Path, template: &str, positions: &[Vec3]) -> Result<(), String> {

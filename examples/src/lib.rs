@@ -5,5 +5,6 @@
 pub mod crowd;
 pub mod engine_device;
 pub mod lod;
+pub mod obj;
 pub mod soak;
 pub mod workload;
