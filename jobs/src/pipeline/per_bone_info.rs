@@ -66,7 +66,7 @@ impl Node for PerBoneInfoNode {
 }
 
 /// The instance table from this frame's slots. Sequential: entity indices are scattered, so
-/// parallel writers would need unsafe code; one pass over the slots is a few per cent of job 3.
+/// parallel writers would need unsafe code; the pass takes about 0.3 ms at 10 000 characters.
 fn write_palette_offsets(ctx: &NodeContext<'_>) -> Result<(), NodeError> {
     let mut table = ctx.resource_mut::<PaletteOffsets>()?;
     let mut q = ctx
