@@ -184,7 +184,7 @@ fn head_tilt() -> impl sinew_runtime::graph::Node + 'static {
     )
 }
 
-/// The soak's animator: the staged pipeline with [`head_tilt`] between propagation and
+/// The soak's animator: the staged pipeline with `head_tilt` between propagation and
 /// skinning. The crowd and every lone run build it the same way.
 pub fn soak_animator(store: &mut Store) -> Result<Animator, String> {
     let config = PipelineConfig {

@@ -19,6 +19,7 @@ fn intern<T>(map: &Mutex<HashMap<ContentHash, Arc<T>>>, hash: ContentHash, value
 }
 
 /// `value` unless the map holds an asset of the same content, which it returns instead.
+#[cfg(feature = "gltf")]
 fn adopt<T>(map: &Mutex<HashMap<ContentHash, Arc<T>>>, hash: ContentHash, value: Arc<T>) -> Arc<T> {
     let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
     map.entry(hash).or_insert(value).clone()
@@ -51,16 +52,19 @@ impl AssetRegistry {
     }
     /// The shared rig with this content, `rig` itself when none is held yet (for moving
     /// assets from a staging registry without copying them).
+    #[cfg(feature = "gltf")]
     pub(crate) fn adopt_rig(&self, rig: Arc<Rig>) -> Arc<Rig> {
         let h = rig.content_hash();
         adopt(&self.rigs, h, rig)
     }
     /// As [`AssetRegistry::adopt_rig`], for a clip.
+    #[cfg(feature = "gltf")]
     pub(crate) fn adopt_clip(&self, clip: Arc<Clip>) -> Arc<Clip> {
         let h = clip.content_hash();
         adopt(&self.clips, h, clip)
     }
     /// As [`AssetRegistry::adopt_rig`], for a mesh.
+    #[cfg(feature = "gltf")]
     pub(crate) fn adopt_mesh(&self, mesh: Arc<SkinnedMesh>) -> Arc<SkinnedMesh> {
         let h = mesh.content_hash();
         adopt(&self.meshes, h, mesh)
