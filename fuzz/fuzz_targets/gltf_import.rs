@@ -36,36 +36,13 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
 });
 
 #[cfg(not(feature = "libfuzzer"))]
-fn main() {
-    harness::main();
-}
+#[path = "common/harness.rs"]
+mod harness;
 
+/// Structure-aware mutations of GLB files for the stable harness.
 #[cfg(not(feature = "libfuzzer"))]
-mod harness {
-    use std::path::{Path, PathBuf};
-    use std::sync::Mutex;
-    use std::time::{Duration, Instant};
-
-    static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn below(&mut self, n: usize) -> usize {
-            if n == 0 {
-                0
-            } else {
-                (self.next() % n as u64) as usize
-            }
-        }
-    }
+mod glb {
+    use super::harness::Rng;
 
     /// A GLB split into JSON text and BIN bytes, for structure-aware mutations.
     fn split_glb(b: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
@@ -148,7 +125,7 @@ mod harness {
         json.splice(s..e, repl);
     }
 
-    fn mutate(seeds: &[Vec<u8>], rng: &mut Rng) -> Vec<u8> {
+    pub(super) fn mutate(seeds: &[Vec<u8>], rng: &mut Rng) -> Vec<u8> {
         let mut b = seeds[rng.below(seeds.len())].clone();
         let rounds = 1 + rng.below(4);
         for _ in 0..rounds {
@@ -242,102 +219,25 @@ mod harness {
         }
         b
     }
+}
 
-    fn seeds_from(dir: &Path) -> Vec<Vec<u8>> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        files.sort();
-        files
-            .iter()
-            .filter_map(|p| std::fs::read(p).ok())
-            .filter(|b| !b.is_empty())
-            .collect()
-    }
-
-    pub fn main() {
-        let args: Vec<String> = std::env::args().collect();
-        let arg = |name: &str| {
-            args.iter()
-                .position(|a| a == name)
-                .and_then(|i| args.get(i + 1))
-                .and_then(|v| v.parse::<u64>().ok())
-        };
-        let seconds = arg("--seconds").unwrap_or(60);
-        let max_iters = arg("--iterations").unwrap_or(u64::MAX);
-        let seed = arg("--seed").unwrap_or(0x5eed_0f_91f7);
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let corpus = root.join("corpus/gltf_import");
-        let artifacts = root.join("artifacts/gltf_import");
-        // Seed the corpus from the fixture sample files (the corpus is not committed).
-        let _ = std::fs::create_dir_all(&corpus);
-        let samples = match sinew_fixtures::asset_path("gltf") {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("no seed files: {e}");
-                std::process::exit(2);
-            }
-        };
-        for p in std::fs::read_dir(&samples)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-        {
-            if p.extension().is_some_and(|e| e == "glb") {
-                if let Some(name) = p.file_name() {
-                    let _ = std::fs::copy(&p, corpus.join(name));
-                }
-            }
+#[cfg(not(feature = "libfuzzer"))]
+fn main() {
+    // Seeds: the committed corpus plus the fixture sample files.
+    let samples = sinew_fixtures::asset_path("gltf")
+        .ok()
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "glb"))
+        .filter_map(|p| std::fs::read(p).ok())
+        .collect();
+    harness::main_with("gltf_import", samples, &glb::mutate, |data| {
+        match one(data) {
+            Some(_) => Ok(()),
+            None => Err("the importer caught a panic (ImportError::Malformed)".into()),
         }
-        let seeds = seeds_from(&corpus);
-        assert!(
-            !seeds.is_empty(),
-            "no seeds in {} (expected the sample .glb files)",
-            corpus.display()
-        );
-        std::panic::set_hook(Box::new(|info| {
-            let msg = format!("{info}");
-            if let Ok(mut slot) = LAST_PANIC.lock() {
-                *slot = Some(msg);
-            }
-        }));
-        let mut rng = Rng(seed | 1);
-        let start = Instant::now();
-        let deadline = start + Duration::from_secs(seconds);
-        let (mut execs, mut ok, mut findings) = (0u64, 0u64, 0u64);
-        let mut slowest = Duration::ZERO;
-        while execs < max_iters && Instant::now() < deadline {
-            let input = mutate(&seeds, &mut rng);
-            let t0 = Instant::now();
-            let result = super::one(&input);
-            slowest = slowest.max(t0.elapsed());
-            execs += 1;
-            let panic = LAST_PANIC.lock().ok().and_then(|mut s| s.take());
-            if result.is_none() || panic.is_some() {
-                findings += 1;
-                let _ = std::fs::create_dir_all(&artifacts);
-                let path = artifacts.join(format!("crash-{execs}.bin"));
-                let _ = std::fs::write(&path, &input);
-                eprintln!(
-                    "finding {findings} at exec {execs}: {} -> {}",
-                    panic.unwrap_or_default(),
-                    path.display()
-                );
-            }
-            if result == Some(true) {
-                ok += 1;
-            }
-        }
-        let secs = start.elapsed().as_secs_f64();
-        println!(
-            "gltf_import: {execs} execs in {secs:.0} s ({:.0}/s), {ok} imported Ok, {findings} findings, slowest input {:.1} ms, {} seeds",
-            execs as f64 / secs.max(1e-9),
-            slowest.as_secs_f64() * 1e3,
-            seeds.len()
-        );
-        if findings > 0 {
-            std::process::exit(1);
-        }
-    }
+    });
 }

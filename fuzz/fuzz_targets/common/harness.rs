@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
-struct Rng(u64);
+/// xorshift64: deterministic, so a finding replays from `--seed`.
+pub struct Rng(u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -20,7 +21,7 @@ impl Rng {
         self.0 = x;
         x
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         if n == 0 {
             0
         } else {
@@ -100,10 +101,27 @@ fn seeds_from(dir: &Path) -> Vec<Vec<u8>> {
 /// Runs `check` on mutations of the files in `fuzz/corpus/<name>/` (plus `extra_seeds`) for
 /// `--seconds` (default 60) or `--iterations`, from `--seed`; exits 1 when any input failed.
 /// `--replay FILE...` runs the check once on each file instead.
+#[allow(dead_code)] // each target binary uses one of the two entry points
 pub fn main(
     name: &str,
     extra_seeds: Vec<Vec<u8>>,
     dict: &[&[u8]],
+    check: fn(&[u8]) -> Result<(), String>,
+) {
+    main_with(
+        name,
+        extra_seeds,
+        &|seeds, rng| mutate(seeds, dict, rng),
+        check,
+    );
+}
+
+/// [`main`] with the target's own mutator (the glTF target edits GLB structure).
+#[allow(dead_code)] // each target binary uses one of the two entry points
+pub fn main_with(
+    name: &str,
+    extra_seeds: Vec<Vec<u8>>,
+    mutate: &dyn Fn(&[Vec<u8>], &mut Rng) -> Vec<u8>,
     check: fn(&[u8]) -> Result<(), String>,
 ) {
     let args: Vec<String> = std::env::args().collect();
@@ -150,7 +168,7 @@ pub fn main(
     let (mut execs, mut findings) = (0u64, 0u64);
     let mut slowest = Duration::ZERO;
     while execs < max_iters && Instant::now() < deadline {
-        let input = mutate(&seeds, dict, &mut rng);
+        let input = mutate(&seeds, &mut rng);
         let t0 = Instant::now();
         let result = std::panic::catch_unwind(|| check(&input));
         slowest = slowest.max(t0.elapsed());
