@@ -335,7 +335,8 @@ impl PaletteRing {
         fill: impl FnOnce(&mut [PaletteEntry]) -> R,
     ) -> Result<R, GpuError> {
         // Runs finished callbacks without blocking: mappings that completed, and the
-        // device-lost callback, which wgpu calls from here rather than when the device dies.
+        // device-lost callback, which wgpu calls from a poll once the dead device's queue has
+        // drained, rather than when the device dies.
         ctx.device
             .poll(wgpu::PollType::Poll)
             .map_err(|e| GpuError::Poll(e.to_string()))?;

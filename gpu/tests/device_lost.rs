@@ -66,8 +66,16 @@ fn a_lost_device_is_a_typed_error_and_the_cpu_pipeline_goes_on() {
             reference.run_frame(&mut ref_store, DT).unwrap();
         }
         assert_eq!(ctx.device_lost(), None);
-        // wgpu reports the loss from the next poll, which the ring's next write makes.
+        // wgpu calls the device-lost callback from a poll, and only once the destroyed
+        // device's queue has drained; the staging copy just submitted may still be in flight,
+        // so the test waits for it (the ring's own non-blocking poll could see it pending).
         ctx.device.destroy();
+        ctx.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .unwrap();
         let mut ran = false;
         match ring.write(&ctx, entries, |_| ran = true) {
             Err(GpuError::DeviceLost { reason, .. }) => {
