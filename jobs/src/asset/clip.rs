@@ -1,7 +1,9 @@
 use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
-use crate::math::soa::{ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, LANES, SoaTransform};
+use crate::math::soa::{
+    ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, LANES, SoaTransform, sample_rows,
+};
 use crate::math::{
     Transform, flush_negligible, flush_negligible_quat, flush_negligible_vec3, hermite_basis,
     hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
@@ -269,16 +271,17 @@ impl KeyGrid {
     /// tracked rotations slerped or nlerped as the clip's [`LinearRotation`] says, untracked
     /// parts at the rest value.
     #[inline(always)]
-    #[cfg(test)]
     pub(crate) fn sample_block(&self, b: usize, span: &KeySpan) -> Option<SoaTransform> {
         let r0 = self.rows.get(span.k0 as usize * self.blocks + b)?;
         let r1 = self.rows.get(span.k1 as usize * self.blocks + b)?;
         let tracked = *self.rotation_tracked.get(b)?;
-        Some(if self.slerp_rotations {
-            SoaTransform::lerp_slerp(r0, r1, span.alpha, tracked)
-        } else {
-            SoaTransform::lerp_nlerp(r0, r1, span.alpha, tracked)
-        })
+        Some(sample_rows(
+            r0,
+            r1,
+            span.alpha,
+            tracked,
+            self.slerp_rotations,
+        ))
     }
 
     /// The key rows around `span`, with weight `w`, for [`blend_block`] (`None` for a key
@@ -465,6 +468,8 @@ pub struct Clip {
     events: Vec<ClipEvent>,
     root_motion: bool,
     additive_reference: Option<Vec<Transform>>,
+    /// The additive reference in `LANES`-bone blocks (empty without one).
+    additive_blocks: Vec<SoaTransform>,
     rest_pose: Vec<Transform>,
     grid: Option<KeyGrid>,
     content_hash: ContentHash,
@@ -743,6 +748,7 @@ impl RawClip {
             events,
             root_motion: self.root_motion,
             additive_reference: None,
+            additive_blocks: Vec::new(),
             rest_pose: rig.rest_pose().to_vec(),
             grid: None,
             content_hash: ContentHash(0),
@@ -759,6 +765,12 @@ impl RawClip {
             for p in &poses {
                 hasher.vec3(p.translation).quat(p.rotation).vec3(p.scale);
             }
+            let mut padded = poses.clone();
+            padded.resize(poses.len().div_ceil(LANES) * LANES, Transform::IDENTITY);
+            clip.additive_blocks = padded
+                .chunks(LANES)
+                .map(SoaTransform::from_transforms)
+                .collect();
             clip.additive_reference = Some(poses);
         }
         clip.content_hash = hasher.finish();
@@ -953,6 +965,12 @@ impl Clip {
     /// Per-bone reference pose for additive playback, when the clip has one.
     pub fn additive_reference(&self) -> Option<&[Transform]> {
         self.additive_reference.as_deref()
+    }
+
+    /// Block `b` of the additive reference pose (`None` without one).
+    #[inline(always)]
+    pub(crate) fn additive_block(&self, b: usize) -> Option<&SoaTransform> {
+        self.additive_blocks.get(b)
     }
     /// The rig's rest pose (bones the clip does not animate keep it).
     pub fn rest_pose(&self) -> &[Transform] {

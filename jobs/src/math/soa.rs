@@ -28,6 +28,11 @@ use super::Transform;
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
 use wide::{f32x4, f32x8};
 
+mod layers;
+pub(crate) use layers::{
+    SoaLayerSum, SoaPoseAccumulator, additive_apply, lane_weights, sample_rows,
+};
+
 /// Bones per SoA block.
 pub(crate) const LANES: usize = 8;
 
@@ -537,43 +542,6 @@ fn write_vec3s(v: &[f32x8; 3], out: &mut [Transform], field: fn(&mut Transform) 
     }
 }
 
-/// The weighted sum of one override layer's animations, [`LANES`] bones at once (the SoA twin
-/// of [`super::LayerSum`]; weights are per animation, not per lane: no masks). The reference
-/// for [`blend_block`] in tests.
-#[cfg(test)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct SoaLayerSum {
-    /// Σ wᵢ·poseᵢ, rotations aligned lane by lane to the running sum.
-    pub(crate) pose: SoaTransform,
-    /// Σ wᵢ.
-    pub(crate) weight: f32,
-}
-
-#[cfg(test)]
-impl SoaLayerSum {
-    /// Adds `pose` with weight `w` (ignored unless `w > 0`).
-    pub(crate) fn add(&mut self, pose: &SoaTransform, w: f32) {
-        if w.is_nan() || w <= 0.0 {
-            return;
-        }
-        let ws = f32x8::splat(w);
-        let q = if self.weight > 0.0 {
-            negate_where_negative(dot4(&self.pose.rotation, &pose.rotation), pose.rotation)
-        } else {
-            pose.rotation
-        };
-        let p = &mut self.pose;
-        for c in 0..3 {
-            p.translation[c] += pose.translation[c] * ws;
-            p.scale[c] += pose.scale[c] * ws;
-        }
-        for (r, q) in p.rotation.iter_mut().zip(q) {
-            *r += q * ws;
-        }
-        self.weight += w;
-    }
-}
-
 /// Four local transforms as affine matrices `T · R · S`, computed four at a time (the same
 /// operations in the same order as glam's `Affine3A::from_scale_rotation_translation`, so the
 /// results are identical). Lanes past `t.len()` are the identity.
@@ -814,12 +782,11 @@ mod tests {
                 slerp: false,
             },
         ];
-        // The SoA sum of the interpolated poses, for the lanes' expected values.
-        let mut sum = SoaLayerSum::default();
+        // The interpolated poses, for the lanes' expected values.
+        let weight_sum: f32 = keys.iter().map(|k| k.w).sum();
         let mut samples = Vec::new();
         for k in &keys {
             let p = SoaTransform::lerp_nlerp(&k.k0[0], &k.k1[0], k.s, k.tracked[0]);
-            sum.add(&p, k.w);
             let mut t = [Transform::IDENTITY; LANES];
             p.write_transforms(&mut t);
             samples.push(t);
@@ -830,7 +797,7 @@ mod tests {
             blend_block(
                 &keys,
                 0,
-                &SingleLayer::new(sum.weight, lw),
+                &SingleLayer::new(weight_sum, lw),
                 &sr,
                 &mut blended,
             );
