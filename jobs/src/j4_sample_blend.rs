@@ -11,12 +11,15 @@
 //! where the total weight stays below 1 the rest pose fills the remainder. Rotations come out
 //! as unit quaternions.
 //!
-//! Entities whose animations are unmasked overrides on one layer over clips with a shared time
-//! grid ([`crate::asset::KeyGrid`]) take the SoA path: `LANES` bones per step, two key-row
-//! loads and a lerp plus slerp/nlerp per clip, one weighted sum and normalisation
-//! (`crate::math::soa::blend_block`). It computes what the per-bone path
-//! ([`sample_blend_bone`]) computes, to about 1e-7 (see `crate::math::soa` for where and
-//! why the last bits differ; tested to 1e-6).
+//! Every entity is sampled and blended in structure of arrays, `LANES` bones per step, on one
+//! of two paths chosen from its animations alone. Unmasked overrides on one layer over clips
+//! with a shared time grid ([`crate::asset::KeyGrid`]) take one weighted sum of key rows per
+//! block (`crate::math::soa::blend_block`). Anything else (several layers, masks, additive
+//! layers, STEP, Hermite, per-track key times) samples each animation's block, from its grid
+//! rows or bone by bone for a clip without a grid, and blends the blocks by the accumulator's
+//! rules lane by lane (`crate::math::soa::layers`; a mask is a weight per lane). Both compute
+//! what the per-bone reference [`sample_blend_bone`] computes, to about 1e-7 (see
+//! `crate::math::soa` for where and why the last bits differ; tested to 1e-6).
 
 use crate::asset::{KeyGrid, KeySpan, Rig, Transform};
 use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
@@ -87,12 +90,8 @@ pub fn resolve_spans(
 ///
 /// Inputs: the per-entity table (with each entity's first flat bone) and the spans of phase
 /// one. Output: one local [`Transform`] per flat bone. Parallel over entities (at most
-/// [`SampleBlendJob::batch`] whole entities per task): an entity whose animations are
-/// unmasked overrides on one layer over clips with a shared time grid ([`Clip::grid`]) is
-/// sampled and blended `LANES` bones at a time in SoA; any other entity bone by bone with
-/// [`sample_blend_bone`].
-///
-/// [`Clip::grid`]: crate::asset::Clip::grid
+/// [`SampleBlendJob::batch`] whole entities per task), each entity `LANES` bones at a time in
+/// SoA ([`sample_blend_entity`]).
 #[derive(Debug)]
 pub struct SampleBlendJob<'a> {
     /// Per entity, in iteration order (`None` for an entity phase one skipped: its bones
@@ -189,7 +188,7 @@ fn run_range(
 }
 
 /// Samples and blends every bone of one entity into `out` (its bones, in rig order), through
-/// [`sample_blend_entity_soa`]'s blocks.
+/// structure-of-arrays blocks of `LANES` bones (see the module documentation for the two paths).
 #[inline]
 pub fn sample_blend_entity(e: &EntitySampling<'_>, spans: &[KeySpan], out: &mut [Transform]) {
     let bone_count = out.len();
@@ -452,7 +451,8 @@ fn single_override_layer(
     Some(acc.finish(rest))
 }
 
-/// Samples and blends one bone of one entity: the reference for the batched job.
+/// Samples and blends one bone of one entity with the scalar helpers: the reference the SoA
+/// paths are tested against.
 #[inline]
 pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize) -> Transform {
     sample_blend_bone_with(e, spans, bone, e.single_override_layer())

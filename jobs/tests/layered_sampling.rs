@@ -34,8 +34,7 @@ fn check_against_per_bone(
         };
         let mut out = vec![Transform::IDENTITY; bones];
         sample_blend_entity(&e, &spans, &mut out);
-        for bone in 0..bones {
-            let got = out[bone];
+        for (bone, &got) in out.iter().enumerate() {
             let want = sample_blend_bone(&e, &spans, bone);
             let ok = (got.translation - want.translation).length()
                 <= 1e-6 * (1.0 + want.translation.length())

@@ -269,17 +269,20 @@ impl KeyGrid {
     }
     /// Samples block `b` at a span of the grid's timeline: translations and scales lerped,
     /// tracked rotations slerped or nlerped as the clip's [`LinearRotation`] says, untracked
-    /// parts at the rest value.
+    /// parts at the rest value (read, not interpolated, where no lane of the block has the
+    /// track).
     #[inline(always)]
     pub(crate) fn sample_block(&self, b: usize, span: &KeySpan) -> Option<SoaTransform> {
         let r0 = self.rows.get(span.k0 as usize * self.blocks + b)?;
         let r1 = self.rows.get(span.k1 as usize * self.blocks + b)?;
         let tracked = *self.rotation_tracked.get(b)?;
+        let animated = self.animated.get(b).copied().unwrap_or(u8::MAX);
         Some(sample_rows(
             r0,
             r1,
             span.alpha,
             tracked,
+            animated,
             self.slerp_rotations,
         ))
     }

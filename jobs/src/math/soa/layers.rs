@@ -7,8 +7,8 @@
 //! of [`super`] does (fused multiply-adds, `inv_sqrt`).
 
 use super::{
-    LANES, SoaTransform, dot4, inv_sqrt, lerp, mul, mul_add, negate_where_negative, nlerp_rotation,
-    slerp_rotation, watch,
+    ANIMATES_SCALE, ANIMATES_TRANSLATION, LANES, SoaTransform, dot4, inv_sqrt, lerp, mul, mul_add,
+    negate_where_negative, nlerp_rotation, slerp_rotation, watch,
 };
 use wide::f32x8;
 
@@ -36,24 +36,34 @@ fn select_transform(when: f32x8, a: &SoaTransform, b: &SoaTransform) -> SoaTrans
 
 /// One block of a key grid's rows sampled at fraction `s`: translations and scales lerped,
 /// tracked rotations slerped (`slerp`) or nlerped, untracked lanes at `k0`'s rotation (the
-/// grid's rest value). The full pose, for blends that need each animation's own sample.
+/// grid's rest value). Where `animated` lacks [`ANIMATES_TRANSLATION`] (or
+/// [`ANIMATES_SCALE`]) every row holds the rest value, which is taken as it is. The full pose,
+/// for blends that need each animation's own sample.
 #[inline(always)]
 pub(crate) fn sample_rows(
     k0: &SoaTransform,
     k1: &SoaTransform,
     s: f32,
     tracked: f32x8,
+    animated: u8,
     slerp: bool,
 ) -> SoaTransform {
     let s = f32x8::splat(s);
+    let vec3 = |v0: &[f32x8; 3], v1: &[f32x8; 3], bit: u8| {
+        if animated & bit != 0 {
+            std::array::from_fn(|c| lerp(v0[c], v1[c], s))
+        } else {
+            *v0
+        }
+    };
     SoaTransform {
-        translation: std::array::from_fn(|c| lerp(k0.translation[c], k1.translation[c], s)),
+        translation: vec3(&k0.translation, &k1.translation, ANIMATES_TRANSLATION),
         rotation: if slerp {
             slerp_rotation(&k0.rotation, &k1.rotation, s, tracked)
         } else {
             nlerp_rotation(&k0.rotation, &k1.rotation, s, tracked)
         },
-        scale: std::array::from_fn(|c| lerp(k0.scale[c], k1.scale[c], s)),
+        scale: vec3(&k0.scale, &k1.scale, ANIMATES_SCALE),
     }
 }
 
@@ -154,8 +164,8 @@ impl SoaPoseAccumulator {
         let mut p = self.acc;
         if missing.simd_gt(f32x8::ZERO).any() {
             let q = negate_where_negative(dot4(&p.rotation, &rest.rotation), rest.rotation);
-            for c in 0..4 {
-                p.rotation[c] = mul_add(q[c], missing, p.rotation[c]);
+            for (r, q) in p.rotation.iter_mut().zip(q) {
+                *r = mul_add(q, missing, *r);
             }
             for c in 0..3 {
                 p.translation[c] = mul_add(rest.translation[c], missing, p.translation[c]);
