@@ -9,6 +9,7 @@
 //! floats.
 
 use super::ImportError;
+use super::quantization::{FloatUse, Storage, dequantize, normalize, refusal};
 use ::gltf::accessor::{Accessor, DataType, Dimensions};
 use std::borrow::Cow;
 
@@ -20,6 +21,8 @@ const MAX_IMPLICIT_COMPONENTS: usize = 1 << 24;
 pub(super) struct Reader<'a> {
     pub file: &'a str,
     pub buffers: &'a [Cow<'a, [u8]>],
+    /// The file declares `KHR_mesh_quantization`: mesh attributes may use its integer types.
+    pub mesh_quantization: bool,
 }
 
 /// Decoded accessor data: `count * dims` components, row by row.
@@ -91,17 +94,6 @@ fn decode(t: DataType, b: &[u8]) -> Option<f64> {
         DataType::U32 => f64::from(u32::from_le_bytes(<[u8; 4]>::try_from(b.get(..4)?).ok()?)),
         DataType::F32 => f64::from(f32::from_le_bytes(<[u8; 4]>::try_from(b.get(..4)?).ok()?)),
     })
-}
-
-/// The spec's normalisation of integer components to `[0, 1]` or `[-1, 1]`.
-fn normalize(t: DataType, c: f64) -> f64 {
-    match t {
-        DataType::I8 => (c / 127.0).max(-1.0),
-        DataType::U8 => c / 255.0,
-        DataType::I16 => (c / 32767.0).max(-1.0),
-        DataType::U16 => c / 65535.0,
-        DataType::U32 | DataType::F32 => c,
-    }
 }
 
 impl Reader<'_> {
@@ -277,7 +269,8 @@ impl Reader<'_> {
     ) -> Result<Components<f32>, ImportError> {
         let dims = self.check_dims(acc, used_as, allowed)?;
         let t = acc.data_type();
-        let ok = t == DataType::F32 || (normalized_ok && acc.normalized() && t != DataType::U32);
+        let ok = (t == DataType::F32 && !acc.normalized())
+            || (normalized_ok && acc.normalized() && !matches!(t, DataType::U32 | DataType::F32));
         if !ok {
             let want = if normalized_ok {
                 "FLOAT or a normalized integer type"
@@ -297,6 +290,39 @@ impl Reader<'_> {
         let mut values = Vec::with_capacity(raw.len());
         for (i, c) in raw.into_iter().enumerate() {
             let v = normalize(t, c) as f32;
+            if !v.is_finite() {
+                return Err(self.err(
+                    acc,
+                    used_as,
+                    format!("element {} holds NaN or an infinite value", i / dims),
+                ));
+            }
+            values.push(v);
+        }
+        Ok(Components { dims, values })
+    }
+
+    /// Reads float data used as `u`: its accessor type, and a storage the use allows (core
+    /// glTF, or `KHR_mesh_quantization` when the file declares it), dequantized by
+    /// [`dequantize`]. NaN and infinite values are errors.
+    pub(crate) fn float_attribute(
+        &self,
+        acc: &Accessor<'_>,
+        used_as: &str,
+        u: FloatUse,
+    ) -> Result<Components<f32>, ImportError> {
+        let dims = self.check_dims(acc, used_as, &[u.dimensions()])?;
+        let storage = Storage {
+            ty: acc.data_type(),
+            normalized: acc.normalized(),
+        };
+        if !u.allowed(self.mesh_quantization).contains(&storage) {
+            return Err(self.err(acc, used_as, refusal(u, storage, self.mesh_quantization)));
+        }
+        let raw = self.raw(acc, dims).map_err(|e| self.err(acc, used_as, e))?;
+        let mut values = Vec::with_capacity(raw.len());
+        for (i, c) in raw.into_iter().enumerate() {
+            let v = dequantize(storage, c);
             if !v.is_finite() {
                 return Err(self.err(
                     acc,
@@ -343,16 +369,6 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalisation_follows_the_spec() {
-        assert_eq!(normalize(DataType::I8, -128.0), -1.0);
-        assert_eq!(normalize(DataType::I8, 127.0), 1.0);
-        assert_eq!(normalize(DataType::U8, 255.0), 1.0);
-        assert_eq!(normalize(DataType::I16, -32768.0), -1.0);
-        assert_eq!(normalize(DataType::U16, 65535.0), 1.0);
-        assert!((normalize(DataType::U16, 32768.0) - 32768.0 / 65535.0).abs() < 1e-12);
-    }
 
     #[test]
     fn decode_reads_little_endian_and_refuses_short_input() {

@@ -22,6 +22,16 @@ pub enum ImportError {
         /// What is wrong.
         reason: String,
     },
+    /// The file requires (`extensionsRequired`) a glTF extension the importer does not
+    /// implement.
+    UnsupportedExtension {
+        /// The file.
+        file: String,
+        /// The extension's name.
+        extension: String,
+        /// Why, and how to write the file without it.
+        reason: String,
+    },
     /// A buffer is missing, too short, or has a URI that cannot be resolved.
     Buffer {
         /// The file.
@@ -108,6 +118,11 @@ impl fmt::Display for ImportError {
         match self {
             Self::Io { path, source } => write!(f, "{}: cannot read: {source}", path.display()),
             Self::Parse { file, reason } => write!(f, "{file}: not valid glTF 2.0: {reason}"),
+            Self::UnsupportedExtension {
+                file,
+                extension,
+                reason,
+            } => write!(f, "{file}: requires extension {extension}: {reason}"),
             Self::Buffer {
                 file,
                 buffer,

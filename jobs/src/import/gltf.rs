@@ -2,7 +2,8 @@
 
 use super::ImportError;
 use super::accessor::Reader;
-use super::source;
+use super::quantization::FloatUse;
+use super::{extensions, source};
 use crate::asset::{
     AssetRegistry, BoneIndex, Clip, RawBone, RawBoneTracks, RawClip, RawCurve, RawRig,
     RawSkinnedMesh, RawTrack, RawVertexInfluences, Rig, SkinnedMesh, Transform,
@@ -251,8 +252,9 @@ impl<'a> Importer<'a> {
             file: file.to_string(),
             reason,
         };
-        let root: ::gltf::json::Root = ::gltf::json::deserialize::from_slice(container.json)
+        let mut root: ::gltf::json::Root = ::gltf::json::deserialize::from_slice(container.json)
             .map_err(|e| parse(format!("JSON: {e}")))?;
+        let extensions = extensions::accept(&mut root, file)?;
         precheck(&root, file)?;
         let doc = ::gltf::Document::from_json(root).map_err(|e| parse(validation_message(&e)))?;
         let buffers = source::load_buffers(&doc, container.bin, base_dir, file)?;
@@ -262,6 +264,7 @@ impl<'a> Importer<'a> {
             reader: Reader {
                 file,
                 buffers: &buffers,
+                mesh_quantization: extensions.mesh_quantization,
             },
             names: unique_node_names(&doc),
             warnings: Vec::new(),
@@ -595,7 +598,7 @@ impl<'a> Importer<'a> {
             .ok_or_else(|| err("has no POSITION attribute".into()))?;
         let pos = self
             .reader
-            .floats(&pos_acc, &what("POSITION"), &[Dimensions::Vec3], false)?;
+            .float_attribute(&pos_acc, &what("POSITION"), FloatUse::Position)?;
         let nv = pos.count();
         let positions: Vec<Vec3> = (0..nv)
             .filter_map(|i| pos.get::<3>(i))
@@ -606,7 +609,7 @@ impl<'a> Importer<'a> {
             Some(acc) => {
                 let c = self
                     .reader
-                    .floats(&acc, &what("NORMAL"), &[Dimensions::Vec3], false)?;
+                    .float_attribute(&acc, &what("NORMAL"), FloatUse::Normal)?;
                 if c.count() != nv {
                     return Err(err(format!(
                         "NORMAL has {} elements, POSITION {nv}",
@@ -619,6 +622,23 @@ impl<'a> Importer<'a> {
                     .collect()
             }
         };
+        // Tangents and texture coordinates are not kept (no material is imported), but they
+        // are read, so that a file storing them in a type glTF does not allow is refused.
+        for (semantic, acc) in prim.attributes() {
+            let (name, u) = match semantic {
+                Semantic::Tangents => ("TANGENT".to_string(), FloatUse::Tangent),
+                Semantic::TexCoords(n) => (format!("TEXCOORD_{n}"), FloatUse::TexCoord),
+                _ => continue,
+            };
+            let c = self.reader.float_attribute(&acc, &what(&name), u)?;
+            if c.count() != nv {
+                return Err(err(format!(
+                    "{name} has {} elements, POSITION {nv}",
+                    c.count()
+                )));
+            }
+        }
+        self.read_morph_targets(mi, prim, nv, &what)?;
         let mut influences: Vec<Vec<(u16, f32)>> = vec![Vec::new(); nv];
         let njoints = skin.joints.len();
         for set in 0..2u32 {
@@ -647,11 +667,10 @@ impl<'a> Importer<'a> {
                 &[Dimensions::Vec4],
                 &[DataType::U8, DataType::U16],
             )?;
-            let wc = self.reader.floats(
+            let wc = self.reader.float_attribute(
                 &w,
                 &what(&format!("WEIGHTS_{set}")),
-                &[Dimensions::Vec4],
-                true,
+                FloatUse::Weights,
             )?;
             if jc.count() != nv || wc.count() != nv {
                 return Err(err(format!(
@@ -659,11 +678,6 @@ impl<'a> Importer<'a> {
                     jc.count(),
                     wc.count()
                 )));
-            }
-            if w.normalized()
-                && !matches!(w.data_type(), DataType::U8 | DataType::U16 | DataType::F32)
-            {
-                return Err(err(format!("WEIGHTS_{set} has a signed component type")));
             }
             for (v, inf) in influences.iter_mut().enumerate() {
                 let (Some(js), Some(ws)) = (jc.get::<4>(v), wc.get::<4>(v)) else {
@@ -729,6 +743,43 @@ impl<'a> Importer<'a> {
             influences: influences.into_iter().map(RawVertexInfluences).collect(),
             indices,
         }))
+    }
+
+    /// Reads every morph target accessor of primitive `prim` of mesh `mesh` (a type glTF or
+    /// `KHR_mesh_quantization` allows, one finite delta per vertex), so that a bad target is
+    /// an error even though the mesh is imported in its base shape.
+    fn read_morph_targets(
+        &self,
+        mesh: usize,
+        prim: &::gltf::Primitive<'_>,
+        nv: usize,
+        what: &dyn Fn(&str) -> String,
+    ) -> Result<(), ImportError> {
+        for (k, target) in prim.morph_targets().enumerate() {
+            let accessors = [
+                ("POSITION", target.positions(), FloatUse::MorphPosition),
+                ("NORMAL", target.normals(), FloatUse::MorphNormal),
+                ("TANGENT", target.tangents(), FloatUse::MorphTangent),
+            ];
+            for (name, acc, u) in accessors {
+                let Some(acc) = acc else { continue };
+                let c = self
+                    .reader
+                    .float_attribute(&acc, &what(&format!("target {k} {name}")), u)?;
+                if c.count() != nv {
+                    return Err(ImportError::Mesh {
+                        file: self.file.to_string(),
+                        mesh,
+                        primitive: prim.index(),
+                        reason: format!(
+                            "morph target {k} {name} has {} elements, POSITION {nv}",
+                            c.count()
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One glTF animation as a `RawClip`.
@@ -897,7 +948,7 @@ impl<'a> Importer<'a> {
             Property::Rotation => {
                 let c = self
                     .reader
-                    .floats(&output, &what, &[Dimensions::Vec4], true)?;
+                    .float_attribute(&output, &what, FloatUse::RotationKeys)?;
                 check_count(c.count(), n * per_key).map_err(channel_err)?;
                 let v: Vec<Quat> = (0..c.count())
                     .filter_map(|i| c.get::<4>(i))
@@ -913,7 +964,7 @@ impl<'a> Importer<'a> {
             Property::MorphTargetWeights => {
                 let c = self
                     .reader
-                    .floats(&output, &what, &[Dimensions::Scalar], true)?;
+                    .float_attribute(&output, &what, FloatUse::MorphWeightKeys)?;
                 clip.morph_weight_curves(interp, &times, &c.values, node_name)
                     .map_err(channel_err)?;
             }

@@ -22,7 +22,9 @@
 
 mod accessor;
 mod error;
+mod extensions;
 mod gltf;
+mod quantization;
 mod source;
 
 pub use self::error::ImportError;
