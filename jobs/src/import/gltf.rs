@@ -73,6 +73,76 @@ pub struct GltfSkinnedPrimitive {
     pub skinned_mesh: Arc<SkinnedMesh>,
 }
 
+/// The animations of a file imported onto an existing rig (see [`import_gltf_clips`]).
+#[derive(Debug)]
+pub struct GltfClips {
+    /// One clip per glTF animation, in file order, bound to the rig. Bones the file does not
+    /// animate hold the rig's rest pose.
+    pub clips: Vec<Arc<Clip>>,
+    /// The file's node names (as [`GltfScene::node_names`] makes them) that name no bone of
+    /// the rig; channels that animate them are dropped, with a warning each.
+    pub nodes_without_bone: Vec<String>,
+    /// The rig's bones that no node of the file is named after, in rig order.
+    pub bones_without_node: Vec<String>,
+    /// Things imported with a change or skipped, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// Imports the animations of a `.glb` or `.gltf` file onto `rig`, matching each animated
+/// node to the bone of the same name: an animation library (one file per clip, or a file
+/// exported without the mesh) played on a character imported from another file. Node names
+/// are made unique as in [`GltfScene::node_names`] (unnamed nodes are `node_<index>`, so
+/// they match only between files with the same node order). Meshes and skins of the file
+/// are not read.
+///
+/// # Errors
+/// As [`import_gltf`]; a clip that does not bake for `rig` is [`ImportError::Bake`].
+pub fn import_gltf_clips(
+    path: &Path,
+    rig: &Rig,
+    registry: &AssetRegistry,
+) -> Result<GltfClips, ImportError> {
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let base = path.parent().unwrap_or_else(|| Path::new("."));
+    import_clips_guarded(&bytes, Some(base), rig, registry, &path.display().to_string())
+}
+
+/// [`import_gltf_clips`] from bytes (GLB or JSON), external buffers resolved relative to
+/// `base_dir`.
+///
+/// # Errors
+/// As [`import_gltf_clips`].
+pub fn import_gltf_clips_slice(
+    bytes: &[u8],
+    base_dir: Option<&Path>,
+    rig: &Rig,
+    registry: &AssetRegistry,
+) -> Result<GltfClips, ImportError> {
+    import_clips_guarded(bytes, base_dir, rig, registry, "<memory>")
+}
+
+/// As [`import_guarded`], for [`import_gltf_clips`].
+fn import_clips_guarded(
+    bytes: &[u8],
+    base_dir: Option<&Path>,
+    rig: &Rig,
+    registry: &AssetRegistry,
+    file: &str,
+) -> Result<GltfClips, ImportError> {
+    let staging = AssetRegistry::new();
+    let run = std::panic::AssertUnwindSafe(|| {
+        Importer::open(bytes, base_dir, file, |imp| imp.clips_for(rig, &staging))
+    });
+    let mut clips = catch_import_panic(std::panic::catch_unwind(run), file)?;
+    for c in &mut clips.clips {
+        *c = registry.adopt_clip(c.clone());
+    }
+    Ok(clips)
+}
+
 /// Imports a `.glb` or `.gltf` file; external buffers are resolved relative to its folder.
 /// Images are not loaded.
 ///
@@ -139,10 +209,10 @@ fn import_guarded(
     Ok(scene)
 }
 
-fn catch_import_panic(
-    result: std::thread::Result<Result<GltfScene, ImportError>>,
+fn catch_import_panic<T>(
+    result: std::thread::Result<Result<T, ImportError>>,
     file: &str,
-) -> Result<GltfScene, ImportError> {
+) -> Result<T, ImportError> {
     result.unwrap_or_else(|payload| {
         let reason = payload
             .downcast_ref::<&str>()
@@ -240,13 +310,14 @@ fn node_rest(node: &::gltf::Node<'_>) -> Result<Transform, String> {
 }
 
 impl<'a> Importer<'a> {
-    fn run(
+    /// Parses the container and JSON, checks the extensions, loads the buffers and hands an
+    /// importer over the file to `f`.
+    fn open<R>(
         bytes: &[u8],
         base_dir: Option<&Path>,
-        registry: &AssetRegistry,
         file: &str,
-        rig_name: &str,
-    ) -> Result<GltfScene, ImportError> {
+        f: impl FnOnce(&mut Importer<'_>) -> Result<R, ImportError>,
+    ) -> Result<R, ImportError> {
         let container = source::split(bytes, file)?;
         let parse = |reason: String| ImportError::Parse {
             file: file.to_string(),
@@ -269,12 +340,28 @@ impl<'a> Importer<'a> {
             names: unique_node_names(&doc),
             warnings: Vec::new(),
         };
-        let (rig, node_to_bone) = imp.rig(registry, rig_name)?;
-        let skins = imp.skins(&node_to_bone)?;
-        let meshes = imp.meshes(registry, &node_to_bone, &skins)?;
+        f(&mut imp)
+    }
+
+    fn run(
+        bytes: &[u8],
+        base_dir: Option<&Path>,
+        registry: &AssetRegistry,
+        file: &str,
+        rig_name: &str,
+    ) -> Result<GltfScene, ImportError> {
+        Self::open(bytes, base_dir, file, |imp| imp.scene(registry, rig_name))
+    }
+
+    /// The whole file: rig, skins, skinned meshes, clips.
+    fn scene(&mut self, registry: &AssetRegistry, rig_name: &str) -> Result<GltfScene, ImportError> {
+        let (file, doc) = (self.file, self.doc);
+        let (rig, node_to_bone) = self.rig(registry, rig_name)?;
+        let skins = self.skins(&node_to_bone)?;
+        let meshes = self.meshes(registry, &node_to_bone, &skins)?;
         let mut clips = Vec::new();
         for anim in doc.animations() {
-            let raw = imp.animation(&anim, &node_to_bone)?;
+            let raw = self.animation(&anim, &node_to_bone)?;
             let clip = raw.bake(&rig).map_err(|source| ImportError::Bake {
                 file: file.to_string(),
                 source,
@@ -287,8 +374,49 @@ impl<'a> Importer<'a> {
             skins,
             meshes,
             clips,
-            node_names: imp.names,
-            warnings: imp.warnings,
+            node_names: self.names.clone(),
+            warnings: std::mem::take(&mut self.warnings),
+        })
+    }
+
+    /// The file's animations bound to `rig`, nodes matched to bones by name.
+    fn clips_for(&mut self, rig: &Rig, registry: &AssetRegistry) -> Result<GltfClips, ImportError> {
+        let node_to_bone: Vec<Option<BoneIndex>> =
+            self.names.iter().map(|n| rig.find_by_name(n)).collect();
+        let nodes_without_bone = self
+            .names
+            .iter()
+            .zip(&node_to_bone)
+            .filter(|(_, b)| b.is_none())
+            .map(|(n, _)| n.clone())
+            .collect();
+        let mut matched = vec![false; rig.bone_count()];
+        for b in node_to_bone.iter().flatten() {
+            if let Some(m) = matched.get_mut(b.get()) {
+                *m = true;
+            }
+        }
+        let bones_without_node = rig
+            .bone_names()
+            .iter()
+            .zip(&matched)
+            .filter(|(_, m)| !**m)
+            .map(|(n, _)| n.clone())
+            .collect();
+        let mut clips = Vec::new();
+        for anim in self.doc.animations() {
+            let raw = self.animation(&anim, &node_to_bone)?;
+            let clip = raw.bake(rig).map_err(|source| ImportError::Bake {
+                file: self.file.to_string(),
+                source,
+            })?;
+            clips.push(registry.clip(clip));
+        }
+        Ok(GltfClips {
+            clips,
+            nodes_without_bone,
+            bones_without_node,
+            warnings: std::mem::take(&mut self.warnings),
         })
     }
 
@@ -869,7 +997,7 @@ impl<'a> Importer<'a> {
             && node_to_bone.get(node).copied().flatten().is_none()
         {
             self.warnings.push(format!(
-                "animation {ai} '{name}' channel {ci}: node '{node_name}' is not in the default scene: channel skipped"
+                "animation {ai} '{name}' channel {ci}: node '{node_name}' is no bone of the rig (outside the default scene, or no bone has its name): channel skipped"
             ));
             return Ok(None);
         }

@@ -28,4 +28,7 @@ mod quantization;
 mod source;
 
 pub use self::error::ImportError;
-pub use self::gltf::{GltfScene, GltfSkin, GltfSkinnedPrimitive, import_gltf, import_gltf_slice};
+pub use self::gltf::{
+    GltfClips, GltfScene, GltfSkin, GltfSkinnedPrimitive, import_gltf, import_gltf_clips,
+    import_gltf_clips_slice, import_gltf_slice,
+};
