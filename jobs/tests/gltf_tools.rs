@@ -6,7 +6,7 @@
 // Helpers outside `#[test]` functions unwrap and panic on fixture errors, as tests do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use glam::{Mat4, Vec3};
+use glam::{Mat4, Quat, Vec3};
 use serde_json::{Value, json};
 use sinew_jobs::asset::{AssetRegistry, BoneIndex, Rig, SkinnedMesh};
 use sinew_jobs::import::{
@@ -450,4 +450,303 @@ fn gltfpack_fox_poses_and_skins_like_the_original() {
     println!(
         "gltfpack Fox: largest bone error {worst_bone}, vertex error {worst_vertex} (bound {vertex_bound}), size {size}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Hand-written files: every storage the extension allows, and the ones it does not.
+
+/// A one-triangle skinned file whose attributes are given as (componentType, normalized,
+/// type, bytes); `extensions` goes to extensionsUsed and extensionsRequired.
+fn triangle(attributes: &[(&str, u32, bool, &str, Vec<u8>)], extensions: &[&str]) -> Vec<u8> {
+    let mut bin: Vec<u8> = Vec::new();
+    let (mut views, mut accessors, mut attrs) = (vec![], vec![], serde_json::Map::new());
+    // Vertex attribute elements are 4-byte aligned (glTF 2.0 §3.6.2.4): a stride when padded.
+    let mut push = |bin: &mut Vec<u8>, bytes: &[u8], acc: Value, stride: usize| {
+        while bin.len() % 4 != 0 {
+            bin.push(0);
+        }
+        views.push(json!({"buffer": 0, "byteOffset": bin.len(), "byteLength": bytes.len(), "byteStride": stride}));
+        bin.extend_from_slice(bytes);
+        let mut acc = acc;
+        acc["bufferView"] = json!(views.len() - 1);
+        accessors.push(acc);
+        accessors.len() - 1
+    };
+    let has = |n: &str| attributes.iter().any(|a| a.0 == n);
+    let mut all: Vec<(&str, u32, bool, &str, Vec<u8>)> = attributes.to_vec();
+    if !has("POSITION") {
+        let p: Vec<u8> = [0f32, 0., 0., 1., 0., 0., 0., 1., 0.]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        all.push(("POSITION", 5126, false, "VEC3", p));
+    }
+    if !has("WEIGHTS_0") {
+        let w: Vec<u8> = [1f32, 0., 0., 0.].repeat(3).iter().flat_map(|x| x.to_le_bytes()).collect();
+        all.push(("WEIGHTS_0", 5126, false, "VEC4", w));
+    }
+    all.push(("JOINTS_0", 5121, false, "VEC4", vec![0; 12]));
+    for (name, ct, norm, ty, bytes) in &all {
+        let mut acc = json!({"componentType": ct, "type": ty, "count": 3});
+        if *norm {
+            acc["normalized"] = json!(true);
+        }
+        if *name == "POSITION" {
+            acc["min"] = json!([-1e9, -1e9, -1e9]);
+            acc["max"] = json!([1e9, 1e9, 1e9]);
+        }
+        let i = push(&mut bin, bytes, acc, bytes.len() / 3);
+        attrs.insert(name.to_string(), json!(i));
+    }
+    let mut doc = json!({
+        "asset": {"version": "2.0"},
+        "scene": 0, "scenes": [{"nodes": [0, 1]}],
+        "nodes": [{"name": "bone"}, {"name": "body", "mesh": 0, "skin": 0}],
+        "skins": [{"joints": [0]}],
+        "meshes": [{"name": "tri", "primitives": [{"attributes": attrs}]}],
+        "buffers": [{"byteLength": bin.len()}],
+        "bufferViews": views,
+        "accessors": accessors,
+    });
+    if !extensions.is_empty() {
+        doc["extensionsUsed"] = json!(extensions);
+        doc["extensionsRequired"] = json!(extensions);
+    }
+    let mut j = serde_json::to_vec(&doc).unwrap();
+    while j.len() % 4 != 0 {
+        j.push(b' ');
+    }
+    while bin.len() % 4 != 0 {
+        bin.push(0);
+    }
+    let mut out = b"glTF".to_vec();
+    out.extend_from_slice(&2u32.to_le_bytes());
+    out.extend_from_slice(&((28 + j.len() + bin.len()) as u32).to_le_bytes());
+    out.extend_from_slice(&(j.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"JSON");
+    out.extend_from_slice(&j);
+    out.extend_from_slice(&(bin.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"BIN\0");
+    out.extend_from_slice(&bin);
+    out
+}
+
+const QUANTIZATION: &[&str] = &["KHR_mesh_quantization"];
+
+/// Components `c` stored as `component_type`, 4-byte aligned elements of `dims` components.
+fn stored(c: &[i32], component_type: u32, dims: usize) -> Vec<u8> {
+    let size = match component_type {
+        5120 | 5121 => 1,
+        _ => 2,
+    };
+    let stride = (dims * size).div_ceil(4) * 4;
+    let mut out = Vec::new();
+    for e in c.chunks(dims) {
+        let start = out.len();
+        for &x in e {
+            match component_type {
+                5120 => out.push(x as i8 as u8),
+                5121 => out.push(x as u8),
+                5122 => out.extend_from_slice(&(x as i16).to_le_bytes()),
+                _ => out.extend_from_slice(&(x as u16).to_le_bytes()),
+            }
+        }
+        out.resize(start + stride, 0);
+    }
+    out
+}
+
+/// Every POSITION storage the extension allows imports as the spec's formula of its
+/// components (computed here in f32); NORMAL in normalized BYTE and SHORT likewise.
+#[test]
+fn every_allowed_position_and_normal_storage_dequantizes_by_the_formula() {
+    let registry = AssetRegistry::new();
+    for (ct, norm) in [
+        (5120, false),
+        (5120, true),
+        (5121, false),
+        (5121, true),
+        (5122, false),
+        (5122, true),
+        (5123, false),
+        (5123, true),
+    ] {
+        let c: Vec<i32> = match ct {
+            5120 => vec![-128, -127, 0, 1, 127, 5, -3, 64, 100],
+            5121 => vec![0, 1, 254, 255, 128, 7, 3, 64, 100],
+            5122 => vec![-32768, -32767, 0, 1, 32767, 5, -3, 640, 1000],
+            _ => vec![0, 1, 65534, 65535, 32768, 7, 3, 640, 1000],
+        };
+        let mut attrs = vec![("POSITION", ct, norm, "VEC3", stored(&c, ct, 3))];
+        let normal = [-127, 0, 0, 0, 127, 0, 3, 4, -128];
+        if ct == 5120 || ct == 5122 {
+            attrs.push(("NORMAL", ct, true, "VEC3", stored(&normal, ct, 3)));
+        }
+        let scene = import_gltf_slice(&triangle(&attrs, QUANTIZATION), None, &registry)
+            .unwrap_or_else(|e| panic!("{ct} {norm}: {e}"));
+        let mesh = &scene.meshes[0].skinned_mesh;
+        let got: Vec<f32> = mesh.positions().iter().flat_map(|p| p.to_array()).collect();
+        let bytes = stored(&c, ct, 3);
+        let stride = bytes.len() / 3;
+        let size = if ct <= 5121 { 1 } else { 2 };
+        let want: Vec<f32> = (0..9)
+            .map(|k| component(&bytes[(k / 3) * stride + (k % 3) * size..], u64::from(ct), norm))
+            .collect();
+        assert_eq!(got, want, "{ct} normalized {norm}");
+        if ct == 5120 || ct == 5122 {
+            let d = if ct == 5120 { 127.0 } else { 32767.0 };
+            let got: Vec<f32> = mesh.normals().iter().flat_map(|p| p.to_array()).collect();
+            let want: Vec<f32> = normal.iter().map(|&x| (x as f32 / d).max(-1.0)).collect();
+            assert_eq!(got, want, "NORMAL {ct}");
+        }
+    }
+}
+
+fn accessor_error(bytes: &[u8]) -> (usize, String, String) {
+    match import_gltf_slice(bytes, None, &AssetRegistry::new()) {
+        Err(ImportError::Accessor {
+            accessor,
+            used_as,
+            reason,
+            ..
+        }) => (accessor, used_as, reason),
+        Err(e) => panic!("not an accessor error: {e}"),
+        Ok(_) => panic!("imported"),
+    }
+}
+
+/// Storages outside the tables are errors naming mesh, primitive, attribute and accessor:
+/// integer positions without the extension, non-normalized or unsigned normals, signed
+/// weights, normalized FLOAT, UNSIGNED_INT texture coordinates, integer tangents that are
+/// not normalized.
+#[test]
+fn storages_outside_the_extension_are_errors_that_say_where() {
+    let pos = stored(&[0, 0, 0, 1, 0, 0, 0, 1, 0], 5122, 3);
+    let (acc, used_as, reason) = accessor_error(&triangle(&[("POSITION", 5122, false, "VEC3", pos.clone())], &[]));
+    assert_eq!((acc, used_as.as_str()), (0, "mesh 0 primitive 0 POSITION"));
+    assert!(reason.contains("component type SHORT needs KHR_mesh_quantization"), "{reason}");
+    // Declared, the same file imports.
+    assert!(import_gltf_slice(&triangle(&[("POSITION", 5122, false, "VEC3", pos)], QUANTIZATION), None, &AssetRegistry::new()).is_ok());
+    let n = stored(&[0, 0, 1, 0, 0, 1, 0, 0, 1], 5120, 3);
+    for (attr, ct, norm, ty, bytes, want) in [
+        ("NORMAL", 5120, false, "VEC3", n.clone(), "component type BYTE is not allowed here, even with KHR_mesh_quantization"),
+        ("NORMAL", 5121, true, "VEC3", n.clone(), "normalized UNSIGNED_BYTE is not allowed here"),
+        ("WEIGHTS_0", 5120, true, "VEC4", vec![127, 0, 0, 0].repeat(3), "normalized BYTE is not allowed here"),
+        ("TANGENT", 5122, false, "VEC4", stored(&[1, 0, 0, 1].repeat(3), 5122, 4), "SHORT is not allowed here"),
+        ("TEXCOORD_0", 5125, false, "VEC2", vec![0; 24], "UNSIGNED_INT is not allowed here"),
+        ("NORMAL", 5126, true, "VEC3", vec![0; 36], "normalized FLOAT is not allowed here"),
+    ] {
+        let (_, used_as, reason) = accessor_error(&triangle(&[(attr, ct, norm, ty, bytes)], QUANTIZATION));
+        assert_eq!(used_as, format!("mesh 0 primitive 0 {attr}"));
+        assert!(reason.contains(want), "{attr}: {reason}");
+    }
+    // Allowed tangents and texture coordinates are read (and refused when short).
+    let t = stored(&[127, 0, 0, 127].repeat(3), 5120, 4);
+    let uv = stored(&[0, 0, 65535, 0, 0, 65535], 5123, 2);
+    assert!(import_gltf_slice(&triangle(&[("TANGENT", 5120, true, "VEC4", t), ("TEXCOORD_0", 5123, false, "VEC2", uv)], QUANTIZATION), None, &AssetRegistry::new()).is_ok());
+}
+
+/// A file that requires EXT_meshopt_compression is refused with an error naming the
+/// extension and how to write the file without it (sinew does not decode meshopt).
+#[test]
+fn meshopt_compressed_files_are_refused_naming_the_extension_and_the_fix() {
+    let doc = json!({
+        "asset": {"version": "2.0"},
+        "extensionsUsed": ["KHR_mesh_quantization", "EXT_meshopt_compression"],
+        "extensionsRequired": ["KHR_mesh_quantization", "EXT_meshopt_compression"],
+        "nodes": [{"name": "root"}]
+    });
+    let e = import_gltf_slice(&serde_json::to_vec(&doc).unwrap(), None, &AssetRegistry::new())
+        .unwrap_err();
+    assert!(
+        matches!(&e, ImportError::UnsupportedExtension { extension, .. } if extension == "EXT_meshopt_compression"),
+        "{e}"
+    );
+    let text = e.to_string();
+    for part in ["requires extension EXT_meshopt_compression", "gltfpack without -c", "gltf-transform copy"] {
+        assert!(text.contains(part), "{text}");
+    }
+}
+
+/// Splits a GLB made by [`triangle`], lets `f` change its JSON and buffer, and packs it again.
+fn edit(glb: &[u8], f: impl FnOnce(&mut Value, &mut Vec<u8>)) -> Vec<u8> {
+    let jlen = u32_at(glb, 12);
+    let mut doc: Value = serde_json::from_slice(&glb[20..20 + jlen]).unwrap();
+    let b = 20 + jlen;
+    let mut bin = glb[b + 8..b + 8 + u32_at(glb, b)].to_vec();
+    f(&mut doc, &mut bin);
+    while bin.len() % 4 != 0 {
+        bin.push(0);
+    }
+    doc["buffers"] = json!([{"byteLength": bin.len()}]);
+    let mut j = serde_json::to_vec(&doc).unwrap();
+    while j.len() % 4 != 0 {
+        j.push(b' ');
+    }
+    let mut out = b"glTF".to_vec();
+    out.extend_from_slice(&2u32.to_le_bytes());
+    out.extend_from_slice(&((28 + j.len() + bin.len()) as u32).to_le_bytes());
+    out.extend_from_slice(&(j.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"JSON");
+    out.extend_from_slice(&j);
+    out.extend_from_slice(&(bin.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"BIN\0");
+    out.extend_from_slice(&bin);
+    out
+}
+
+/// Appends an accessor over `bytes` (its own view, `stride` when given) and returns its index.
+fn add_accessor(doc: &mut Value, bin: &mut Vec<u8>, bytes: &[u8], acc: Value, stride: Option<usize>) -> usize {
+    while bin.len() % 4 != 0 {
+        bin.push(0);
+    }
+    let mut view = json!({"buffer": 0, "byteOffset": bin.len(), "byteLength": bytes.len()});
+    if let Some(s) = stride {
+        view["byteStride"] = json!(s);
+    }
+    bin.extend_from_slice(bytes);
+    let views = doc["bufferViews"].as_array_mut().unwrap();
+    views.push(view);
+    let mut acc = acc;
+    acc["bufferView"] = json!(views.len() - 1);
+    let accessors = doc["accessors"].as_array_mut().unwrap();
+    accessors.push(acc);
+    accessors.len() - 1
+}
+
+/// Rotation keys in normalized integers decode by the spec's formulas; keys in a type the
+/// core spec does not allow for rotations (SHORT not normalized, UNSIGNED_INT) and morph
+/// target deltas in a type the extension does not allow (UNSIGNED_SHORT POSITION) are errors
+/// that name the sampler or the target.
+#[test]
+fn animation_keys_and_morph_deltas_follow_their_tables() {
+    let base = triangle(&[], QUANTIZATION);
+    let with_rotation = |ct: u32, norm: bool, comps: &[i32]| {
+        edit(&base, |doc, bin| {
+            let times: Vec<u8> = [0f32, 1.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+            let t = add_accessor(doc, bin, &times, json!({"componentType": 5126, "type": "SCALAR", "count": 2, "min": [0.0], "max": [1.0]}), None);
+            let r = add_accessor(doc, bin, &stored(comps, ct, 4), json!({"componentType": ct, "type": "VEC4", "count": 2, "normalized": norm}), None);
+            doc["animations"] = json!([{"samplers": [{"input": t, "output": r}], "channels": [{"sampler": 0, "target": {"node": 0, "path": "rotation"}}]}]);
+        })
+    };
+    // Key 1 holds the type's minimum and maximum: -90 degrees about z only through the
+    // clamp max(c / 127, -1) (without it, -128/127 would tilt the axis).
+    for (ct, lo, hi) in [(5122u32, -32768, 32767), (5120, -128, 127)] {
+        let file = with_rotation(ct, true, &[0, 0, 0, hi, 0, 0, lo, hi]);
+        let scene = import_gltf_slice(&file, None, &AssetRegistry::new()).unwrap();
+        let q = scene.clips[0].sample_bone(BoneIndex(0), 1.0).rotation;
+        let want = Quat::from_rotation_z(-std::f32::consts::FRAC_PI_2);
+        assert!(q.dot(want) > 1.0 - 1e-7 && (q.z + q.w).abs() < 1e-7, "{ct}: {q}");
+    }
+    let (_, used_as, reason) = accessor_error(&with_rotation(5122, false, &[0, 0, 0, 1, 0, 0, 1, 1]));
+    assert_eq!(used_as, "animation 0 sampler 0 output");
+    assert!(reason.contains("SHORT is not allowed here") && reason.contains("normalized SHORT"), "{reason}");
+    let targets = edit(&base, |doc, bin| {
+        let d = stored(&[1, 0, 0, 0, 1, 0, 0, 0, 1], 5123, 3);
+        let t = add_accessor(doc, bin, &d, json!({"componentType": 5123, "type": "VEC3", "count": 3}), Some(8));
+        doc["meshes"][0]["primitives"][0]["targets"] = json!([{"POSITION": t}]);
+    });
+    let (_, used_as, reason) = accessor_error(&targets);
+    assert_eq!(used_as, "mesh 0 primitive 0 target 0 POSITION");
+    assert!(reason.contains("UNSIGNED_SHORT is not allowed here, even with KHR_mesh_quantization"), "{reason}");
 }
