@@ -750,3 +750,145 @@ fn animation_keys_and_morph_deltas_follow_their_tables() {
     assert_eq!(used_as, "mesh 0 primitive 0 target 0 POSITION");
     assert!(reason.contains("UNSIGNED_SHORT is not allowed here, even with KHR_mesh_quantization"), "{reason}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Sparse accessors in a data: URI buffer.
+
+/// gltf-transform's RiggedSimple with its POSITION written as a sparse accessor without a
+/// buffer view (every vertex substituted) and a sparse morph target (64 of 160 vertices),
+/// in a `.gltf` whose buffer is a base64 `data:` URI: positions equal the parse here (base64
+/// decoded, substitutions applied by hand) and the original file's floats; the morph target
+/// is read (a bad one fails the import) and dropped with a warning.
+#[test]
+fn sparse_positions_in_a_data_uri_file_match_an_independent_parse_and_the_original() {
+    let f = load("RiggedSimple.sparse.gltf");
+    let uri = f.json["buffers"][0]["uri"].as_str().unwrap();
+    assert!(uri.starts_with("data:application/octet-stream;base64,"));
+    let pos = f.attribute("POSITION");
+    let acc = &f.json["accessors"][pos];
+    assert!(acc["bufferView"].is_null() && acc["sparse"]["count"] == acc["count"]);
+    let target = f.json["meshes"][0]["primitives"][0]["targets"][0]["POSITION"]
+        .as_u64()
+        .unwrap() as usize;
+    assert_eq!(f.json["accessors"][target]["sparse"]["count"], 64);
+    let registry = AssetRegistry::new();
+    let scene = import("RiggedSimple.sparse.gltf", &registry);
+    let mesh = &scene.meshes[0].skinned_mesh;
+    assert_eq!(mesh.positions(), f.vec3s(pos));
+    let original = import("RiggedSimple.glb", &registry);
+    assert_eq!(mesh.positions(), original.meshes[0].skinned_mesh.positions());
+    assert!(
+        scene.warnings.iter().any(|w| w.contains("1 morph targets ignored")),
+        "{:?}",
+        scene.warnings
+    );
+    // The independent parse of the target: zero but for the top cap, which moves up 0.5.
+    let deltas = f.vec3s(target);
+    let moved: Vec<usize> = (0..deltas.len()).filter(|&v| deltas[v] != Vec3::ZERO).collect();
+    assert_eq!(moved.len(), 64);
+    assert!(moved.iter().all(|&v| deltas[v].z == 0.5 && mesh.positions()[v].z > 3.5));
+    // A sparse index past the end of the target is an error naming the target accessor.
+    let mut json = f.json.clone();
+    json["accessors"][target]["count"] = json!(10);
+    let e = import_gltf_slice(&serde_json::to_vec(&json).unwrap(), None, &registry).unwrap_err();
+    assert!(
+        matches!(&e, ImportError::Accessor { accessor, .. } if *accessor == target),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Clips from other files.
+
+/// Fox split by gltf-transform into a file with the mesh and no animations and a file with
+/// the animations and no mesh: the clips imported onto the mesh file's rig sample exactly
+/// as the original file's clips, bone by bone, at key times and between them, and every
+/// bone and node is matched.
+#[test]
+fn clips_from_an_animation_only_file_equal_the_original_clips() {
+    let registry = AssetRegistry::new();
+    let original = import("Fox.glb", &registry);
+    let character = import("Fox.mesh.glb", &registry);
+    assert!(character.clips.is_empty() && !character.meshes.is_empty());
+    let f = load("Fox.clips.glb");
+    assert!(f.json["meshes"].is_null() && f.json["animations"].as_array().unwrap().len() == 3);
+    let lib = import_gltf_clips(&asset_path("Fox.clips.glb"), &character.rig, &registry).unwrap();
+    assert!(lib.nodes_without_bone.is_empty(), "{:?}", lib.nodes_without_bone);
+    assert!(lib.bones_without_node.is_empty(), "{:?}", lib.bones_without_node);
+    assert_eq!(lib.clips.len(), 3);
+    for (clip, want) in lib.clips.iter().zip(&original.clips) {
+        assert_eq!(clip.name(), want.name());
+        assert_eq!(clip.rig_hash(), character.rig.content_hash());
+        assert_eq!(clip.duration(), want.duration());
+        let times = [0.0, 0.1, 0.25, want.duration() * 0.5, want.duration() * 0.93];
+        for (i, name) in original.rig.bone_names().iter().enumerate() {
+            let b = character.rig.find_by_name(name).unwrap();
+            for t in times {
+                assert_eq!(
+                    clip.sample_bone(b, t),
+                    want.sample_bone(BoneIndex(i as u32), t),
+                    "{} {name} at {t}",
+                    clip.name()
+                );
+            }
+        }
+    }
+    // The clips bind to the character: the checked spawn bundle accepts them.
+    let anim = sinew_jobs::component::AnimationToProcess::new(lib.clips[1].clone());
+    let mesh = character.meshes[0].skinned_mesh.clone();
+    assert!(sinew_jobs::component::try_skinned(character.rig.clone(), mesh, vec![anim]).is_ok());
+    // Onto gltfpack's Fox rig, which has an extra (unnamed) mesh node: reported, unanimated.
+    let packed = import("Fox.gltfpack.glb", &registry);
+    let lib = import_gltf_clips(&asset_path("Fox.clips.glb"), &packed.rig, &registry).unwrap();
+    assert_eq!(lib.bones_without_node, ["node_0"]);
+    assert!(lib.nodes_without_bone.is_empty());
+}
+
+/// Unmatched both ways: an animated node the rig lacks (its channels dropped, with a
+/// warning) and rig bones the file lacks (left at the rig's rest pose).
+#[test]
+fn unmatched_bones_are_reported_both_ways() {
+    let registry = AssetRegistry::new();
+    let character = import("Fox.mesh.glb", &registry);
+    let f = load("Fox.clips.glb");
+    let mut json = f.json.clone();
+    // Rename the head, so the clip's head channels match no bone.
+    let head = json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|n| n["name"] == "b_Head_05")
+        .unwrap();
+    json["nodes"][head]["name"] = json!("b_Head_99");
+    let mut glb = Vec::new();
+    let mut j = serde_json::to_vec(&json).unwrap();
+    while j.len() % 4 != 0 {
+        j.push(b' ');
+    }
+    let mut bin = f.bin.clone();
+    while bin.len() % 4 != 0 {
+        bin.push(0);
+    }
+    glb.extend_from_slice(b"glTF");
+    glb.extend_from_slice(&2u32.to_le_bytes());
+    glb.extend_from_slice(&((28 + j.len() + bin.len()) as u32).to_le_bytes());
+    glb.extend_from_slice(&(j.len() as u32).to_le_bytes());
+    glb.extend_from_slice(b"JSON");
+    glb.extend_from_slice(&j);
+    glb.extend_from_slice(&(bin.len() as u32).to_le_bytes());
+    glb.extend_from_slice(b"BIN\0");
+    glb.extend_from_slice(&bin);
+    let lib = import_gltf_clips_slice(&glb, None, &character.rig, &registry).unwrap();
+    assert_eq!(lib.nodes_without_bone, ["b_Head_99"]);
+    assert_eq!(lib.bones_without_node, ["b_Head_05"]);
+    assert!(
+        lib.warnings
+            .iter()
+            .any(|w| w.contains("'b_Head_99' is no bone of the rig") && w.contains("skipped")),
+        "{:?}",
+        lib.warnings
+    );
+    let bone = character.rig.find_by_name("b_Head_05").unwrap();
+    let rest = character.rig.rest_pose()[bone.get()];
+    assert_eq!(lib.clips[2].sample_bone(bone, 0.3), rest);
+}
