@@ -415,3 +415,79 @@ mod tests {
         assert_eq!(c.get::<3>(0), None);
     }
 }
+
+/// The reader on the derived test files of `fixtures/assets/gltf/`.
+#[cfg(test)]
+mod file_tests {
+    use super::super::{extensions, source};
+    use super::*;
+    use crate::import::quantization::FloatUse;
+    use ::gltf::Semantic::{Positions, TexCoords};
+
+    /// Reads the first primitive's attribute `semantic` (or with `target`, that morph
+    /// target's POSITION) of fixture `name` as `u`.
+    fn read(
+        name: &str,
+        semantic: ::gltf::Semantic,
+        target: Option<usize>,
+        u: FloatUse,
+    ) -> Vec<f32> {
+        let path = sinew_fixtures::asset_path(format!("gltf/{name}")).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let c = source::split(&bytes, name).unwrap();
+        let mut root: ::gltf::json::Root = ::gltf::json::deserialize::from_slice(c.json).unwrap();
+        let ext = extensions::accept(&mut root, name).unwrap();
+        let doc = ::gltf::Document::from_json(root).unwrap();
+        let buffers = source::load_buffers(&doc, c.bin, path.parent(), name).unwrap();
+        let reader = Reader {
+            file: name,
+            buffers: &buffers,
+            mesh_quantization: ext.mesh_quantization,
+        };
+        let prim = doc.meshes().next().unwrap().primitives().next().unwrap();
+        let acc = match target {
+            None => prim.get(&semantic).unwrap(),
+            Some(k) => prim.morph_targets().nth(k).unwrap().positions().unwrap(),
+        };
+        reader.float_attribute(&acc, "test", u).unwrap().values
+    }
+
+    /// The sparse morph target of RiggedSimple.sparse.gltf (64 of 160 vertices substituted
+    /// into implicit zeros) is the rule that made it, applied to the original file's
+    /// positions: `(x/4, y/4, 1/2)` for vertices above z = 3.5, zero elsewhere (exact: a
+    /// quarter of an f32 is an f32).
+    #[test]
+    fn a_sparse_morph_target_reads_as_the_rule_that_made_it() {
+        let positions = read("RiggedSimple.glb", Positions, None, FloatUse::Position);
+        let deltas = read("RiggedSimple.sparse.gltf", Positions, Some(0), FloatUse::MorphPosition);
+        assert_eq!(deltas.len(), positions.len());
+        let mut moved = 0;
+        for (p, d) in positions.chunks_exact(3).zip(deltas.chunks_exact(3)) {
+            if p[2] > 3.5 {
+                assert_eq!(d, [0.25 * p[0], 0.25 * p[1], 0.5]);
+                moved += 1;
+            } else {
+                assert_eq!(d, [0.0; 3]);
+            }
+        }
+        assert_eq!(moved, 64);
+    }
+
+    /// gltf-transform's 12-bit texture coordinates (normalized UNSIGNED_SHORT) are the
+    /// original floats within a 12-bit step (it rounds to 12 bits and shifts into 16, so
+    /// values decode as `16·k / 65535`: half a step plus up to 16/65535 − 1/4095 of drift).
+    #[test]
+    fn quantized_texture_coordinates_are_the_original_within_a_step() {
+        let original = read("CesiumMan.glb", TexCoords(0), None, FloatUse::TexCoord);
+        let quantized = read("CesiumMan.quantized.glb", TexCoords(0), None, FloatUse::TexCoord);
+        assert_eq!(original.len(), quantized.len());
+        let step = 1.0 / 4095.0;
+        let worst = original
+            .iter()
+            .zip(&quantized)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst <= step, "{worst}");
+        assert!(worst > 0.0);
+    }
+}
