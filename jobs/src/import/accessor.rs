@@ -432,6 +432,16 @@ mod file_tests {
         target: Option<usize>,
         u: FloatUse,
     ) -> Vec<f32> {
+        read_with_node(name, semantic, target, u).0
+    }
+
+    /// As [`read`], with the TRS of the file's node 0.
+    fn read_with_node(
+        name: &str,
+        semantic: ::gltf::Semantic,
+        target: Option<usize>,
+        u: FloatUse,
+    ) -> (Vec<f32>, ([f32; 3], [f32; 4], [f32; 3])) {
         let path = sinew_fixtures::asset_path(format!("gltf/{name}")).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let c = source::split(&bytes, name).unwrap();
@@ -449,7 +459,48 @@ mod file_tests {
             None => prim.get(&semantic).unwrap(),
             Some(k) => prim.morph_targets().nth(k).unwrap().positions().unwrap(),
         };
-        reader.float_attribute(&acc, "test", u).unwrap().values
+        let node = doc.nodes().next().unwrap().transform().decomposed();
+        (reader.float_attribute(&acc, "test", u).unwrap().values, node)
+    }
+
+    /// gltfpack's quantized copy of RiggedSimple.sparse.gltf stores positions as
+    /// UNSIGNED_SHORT and the morph deltas as SHORT on the same grid (the extension's rule:
+    /// deltas use the positions' transform), with the grid's scale and offset on the mesh
+    /// node. Dequantized by that transform, each vertex and its delta are the original's
+    /// within a grid step.
+    #[test]
+    fn quantized_morph_deltas_share_the_positions_grid() {
+        let original = read("RiggedSimple.sparse.gltf", Positions, None, FloatUse::Position);
+        let deltas = read("RiggedSimple.sparse.gltf", Positions, Some(0), FloatUse::MorphPosition);
+        let (q, (t, _, scale)) =
+            read_with_node("RiggedSimple.morph.gltfpack.glb", Positions, None, FloatUse::Position);
+        let dq = read("RiggedSimple.morph.gltfpack.glb", Positions, Some(0), FloatUse::MorphPosition);
+        let s = scale[0];
+        assert!(scale.iter().all(|&x| x == s), "uniform grid");
+        let step = s * 3f32.sqrt();
+        let mut moved = 0;
+        for (p, d) in q.chunks_exact(3).zip(dq.chunks_exact(3)) {
+            let x: Vec<f32> = (0..3).map(|k| s * p[k] + t[k]).collect();
+            let nearest = (0..original.len() / 3)
+                .min_by(|&a, &b| {
+                    let da: f32 = (0..3).map(|k| (original[3 * a + k] - x[k]).powi(2)).sum();
+                    let db: f32 = (0..3).map(|k| (original[3 * b + k] - x[k]).powi(2)).sum();
+                    da.total_cmp(&db)
+                })
+                .unwrap();
+            let e: f32 = (0..3)
+                .map(|k| (original[3 * nearest + k] - x[k]).powi(2))
+                .sum::<f32>()
+                .sqrt();
+            assert!(e <= step, "position {e} > {step}");
+            let e: f32 = (0..3)
+                .map(|k| (deltas[3 * nearest + k] - s * d[k]).powi(2))
+                .sum::<f32>()
+                .sqrt();
+            assert!(e <= step, "delta {e} > {step}");
+            moved += usize::from(d.iter().any(|&c| c != 0.0));
+        }
+        assert!(moved >= 64, "{moved}");
     }
 
     /// The sparse morph target of RiggedSimple.sparse.gltf (64 of 160 vertices substituted
