@@ -263,7 +263,10 @@ fn quantized_attributes_are_the_spec_formulas_of_their_bytes() {
             assert_eq!(mesh.normals(), f.vec3s(n as usize), "{name} normals");
         }
         for v in 0..expected.len() {
-            let (a, b) = (influences(mesh, v), file_influences(&f, &scene.node_names, v));
+            let (a, b) = (
+                influences(mesh, v),
+                file_influences(&f, &scene.node_names, v),
+            );
             assert_eq!(a.len(), b.len(), "{name} vertex {v}: {a:?} {b:?}");
             for ((ja, wa), (jb, wb)) in a.iter().zip(&b) {
                 assert_eq!(ja, jb, "{name} vertex {v}");
@@ -329,7 +332,10 @@ fn quantized_cesium_man_skins_like_the_original_within_the_quantization_step() {
     let quantized = import("CesiumMan.quantized.glb", &registry);
     let f = load("CesiumMan.glb");
     let pos = f.attribute("POSITION");
-    let (lo, hi) = (&f.json["accessors"][pos]["min"], &f.json["accessors"][pos]["max"]);
+    let (lo, hi) = (
+        &f.json["accessors"][pos]["min"],
+        &f.json["accessors"][pos]["max"],
+    );
     let extent = (0..3)
         .map(|k| (hi[k].as_f64().unwrap() - lo[k].as_f64().unwrap()) as f32)
         .fold(0.0, f32::max);
@@ -351,7 +357,10 @@ fn quantized_cesium_man_skins_like_the_original_within_the_quantization_step() {
                 .all(|(x, y)| (x - y).abs() <= 1e-6 * (1.0 + x.abs()));
             assert!(close, "bone {name} at {t}: {a} {q}");
         }
-        let (jo, jq) = (joint_positions(&original, &mo), joint_positions(&quantized, &mq));
+        let (jo, jq) = (
+            joint_positions(&original, &mo),
+            joint_positions(&quantized, &mq),
+        );
         for v in 0..jo.len() {
             let (x, y) = (skinned(&jo[v]), skinned(&jq[v]));
             // Weight error, joint by joint (by name), times the joint's lever arm.
@@ -390,7 +399,9 @@ fn gltfpack_fox_poses_and_skins_like_the_original() {
     let f = load("Fox.gltfpack.glb");
     let node0 = &f.json["nodes"][0];
     assert!(node0["mesh"].is_u64() && node0["skin"].is_u64() && node0["scale"].is_array());
-    let rot = f.json["animations"][0]["samplers"][1]["output"].as_u64().unwrap() as usize;
+    let rot = f.json["animations"][0]["samplers"][1]["output"]
+        .as_u64()
+        .unwrap() as usize;
     assert_eq!(f.storage(rot), (5122, true), "rotation keys");
     let delta = 2.0 * (1.0f32 / 2047.0).asin();
     let size = 150.0; // the Fox is about 130 units long
@@ -414,7 +425,10 @@ fn gltfpack_fox_poses_and_skins_like_the_original() {
         let pc = &packed.clips[ci];
         assert_eq!(pc.name(), clip.name());
         for t in [0.0, 0.41, clip.duration() * 0.77] {
-            let (mo, mp) = (model_at(&original.rig, clip, t), model_at(&packed.rig, pc, t));
+            let (mo, mp) = (
+                model_at(&original.rig, clip, t),
+                model_at(&packed.rig, pc, t),
+            );
             for (i, name) in original.rig.bone_names().iter().enumerate() {
                 let j = packed.rig.find_by_name(name).unwrap().get();
                 let (a, q) = (mo[i].w_axis.truncate(), mp[j].w_axis.truncate());
@@ -438,7 +452,11 @@ fn gltfpack_fox_poses_and_skins_like_the_original() {
             };
             for (v, p) in xp.iter().enumerate() {
                 let e = nearest(*p, &xo);
-                assert!(e <= vertex_bound, "{} at {t}: packed vertex {v}: {e}", clip.name());
+                assert!(
+                    e <= vertex_bound,
+                    "{} at {t}: packed vertex {v}: {e}",
+                    clip.name()
+                );
                 worst_vertex = worst_vertex.max(e);
             }
             for (v, p) in xo.iter().enumerate() {
@@ -462,7 +480,7 @@ fn triangle(attributes: &[(&str, u32, bool, &str, Vec<u8>)], extensions: &[&str]
     let (mut views, mut accessors, mut attrs) = (vec![], vec![], serde_json::Map::new());
     // Vertex attribute elements are 4-byte aligned (glTF 2.0 §3.6.2.4): a stride when padded.
     let mut push = |bin: &mut Vec<u8>, bytes: &[u8], acc: Value, stride: usize| {
-        while bin.len() % 4 != 0 {
+        while !bin.len().is_multiple_of(4) {
             bin.push(0);
         }
         views.push(json!({"buffer": 0, "byteOffset": bin.len(), "byteLength": bytes.len(), "byteStride": stride}));
@@ -482,7 +500,11 @@ fn triangle(attributes: &[(&str, u32, bool, &str, Vec<u8>)], extensions: &[&str]
         all.push(("POSITION", 5126, false, "VEC3", p));
     }
     if !has("WEIGHTS_0") {
-        let w: Vec<u8> = [1f32, 0., 0., 0.].repeat(3).iter().flat_map(|x| x.to_le_bytes()).collect();
+        let w: Vec<u8> = [1f32, 0., 0., 0.]
+            .repeat(3)
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
         all.push(("WEIGHTS_0", 5126, false, "VEC4", w));
     }
     all.push(("JOINTS_0", 5121, false, "VEC4", vec![0; 12]));
@@ -512,12 +534,19 @@ fn triangle(attributes: &[(&str, u32, bool, &str, Vec<u8>)], extensions: &[&str]
         doc["extensionsUsed"] = json!(extensions);
         doc["extensionsRequired"] = json!(extensions);
     }
-    let mut j = serde_json::to_vec(&doc).unwrap();
-    while j.len() % 4 != 0 {
-        j.push(b' ');
-    }
-    while bin.len() % 4 != 0 {
+    pack_glb(&doc, bin)
+}
+
+/// A GLB of `doc` and `bin`, chunks padded to 4 bytes, the buffer's length set.
+fn pack_glb(doc: &Value, mut bin: Vec<u8>) -> Vec<u8> {
+    while !bin.len().is_multiple_of(4) {
         bin.push(0);
+    }
+    let mut doc = doc.clone();
+    doc["buffers"] = json!([{"byteLength": bin.len()}]);
+    let mut j = serde_json::to_vec(&doc).unwrap();
+    while !j.len().is_multiple_of(4) {
+        j.push(b' ');
     }
     let mut out = b"glTF".to_vec();
     out.extend_from_slice(&2u32.to_le_bytes());
@@ -590,7 +619,13 @@ fn every_allowed_position_and_normal_storage_dequantizes_by_the_formula() {
         let stride = bytes.len() / 3;
         let size = if ct <= 5121 { 1 } else { 2 };
         let want: Vec<f32> = (0..9)
-            .map(|k| component(&bytes[(k / 3) * stride + (k % 3) * size..], u64::from(ct), norm))
+            .map(|k| {
+                component(
+                    &bytes[(k / 3) * stride + (k % 3) * size..],
+                    u64::from(ct),
+                    norm,
+                )
+            })
             .collect();
         assert_eq!(got, want, "{ct} normalized {norm}");
         if ct == 5120 || ct == 5122 {
@@ -622,28 +657,97 @@ fn accessor_error(bytes: &[u8]) -> (usize, String, String) {
 #[test]
 fn storages_outside_the_extension_are_errors_that_say_where() {
     let pos = stored(&[0, 0, 0, 1, 0, 0, 0, 1, 0], 5122, 3);
-    let (acc, used_as, reason) = accessor_error(&triangle(&[("POSITION", 5122, false, "VEC3", pos.clone())], &[]));
+    let (acc, used_as, reason) = accessor_error(&triangle(
+        &[("POSITION", 5122, false, "VEC3", pos.clone())],
+        &[],
+    ));
     assert_eq!((acc, used_as.as_str()), (0, "mesh 0 primitive 0 POSITION"));
-    assert!(reason.contains("component type SHORT needs KHR_mesh_quantization"), "{reason}");
+    assert!(
+        reason.contains("component type SHORT needs KHR_mesh_quantization"),
+        "{reason}"
+    );
     // Declared, the same file imports.
-    assert!(import_gltf_slice(&triangle(&[("POSITION", 5122, false, "VEC3", pos)], QUANTIZATION), None, &AssetRegistry::new()).is_ok());
+    assert!(
+        import_gltf_slice(
+            &triangle(&[("POSITION", 5122, false, "VEC3", pos)], QUANTIZATION),
+            None,
+            &AssetRegistry::new()
+        )
+        .is_ok()
+    );
     let n = stored(&[0, 0, 1, 0, 0, 1, 0, 0, 1], 5120, 3);
     for (attr, ct, norm, ty, bytes, want) in [
-        ("NORMAL", 5120, false, "VEC3", n.clone(), "component type BYTE is not allowed here, even with KHR_mesh_quantization"),
-        ("NORMAL", 5121, true, "VEC3", n.clone(), "normalized UNSIGNED_BYTE is not allowed here"),
-        ("WEIGHTS_0", 5120, true, "VEC4", vec![127, 0, 0, 0].repeat(3), "normalized BYTE is not allowed here"),
-        ("TANGENT", 5122, false, "VEC4", stored(&[1, 0, 0, 1].repeat(3), 5122, 4), "SHORT is not allowed here"),
-        ("TEXCOORD_0", 5125, false, "VEC2", vec![0; 24], "UNSIGNED_INT is not allowed here"),
-        ("NORMAL", 5126, true, "VEC3", vec![0; 36], "normalized FLOAT is not allowed here"),
+        (
+            "NORMAL",
+            5120,
+            false,
+            "VEC3",
+            n.clone(),
+            "component type BYTE is not allowed here, even with KHR_mesh_quantization",
+        ),
+        (
+            "NORMAL",
+            5121,
+            true,
+            "VEC3",
+            n.clone(),
+            "normalized UNSIGNED_BYTE is not allowed here",
+        ),
+        (
+            "WEIGHTS_0",
+            5120,
+            true,
+            "VEC4",
+            [127, 0, 0, 0].repeat(3),
+            "normalized BYTE is not allowed here",
+        ),
+        (
+            "TANGENT",
+            5122,
+            false,
+            "VEC4",
+            stored(&[1, 0, 0, 1].repeat(3), 5122, 4),
+            "SHORT is not allowed here",
+        ),
+        (
+            "TEXCOORD_0",
+            5125,
+            false,
+            "VEC2",
+            vec![0; 24],
+            "UNSIGNED_INT is not allowed here",
+        ),
+        (
+            "NORMAL",
+            5126,
+            true,
+            "VEC3",
+            vec![0; 36],
+            "normalized FLOAT is not allowed here",
+        ),
     ] {
-        let (_, used_as, reason) = accessor_error(&triangle(&[(attr, ct, norm, ty, bytes)], QUANTIZATION));
+        let (_, used_as, reason) =
+            accessor_error(&triangle(&[(attr, ct, norm, ty, bytes)], QUANTIZATION));
         assert_eq!(used_as, format!("mesh 0 primitive 0 {attr}"));
         assert!(reason.contains(want), "{attr}: {reason}");
     }
     // Allowed tangents and texture coordinates are read (and refused when short).
     let t = stored(&[127, 0, 0, 127].repeat(3), 5120, 4);
     let uv = stored(&[0, 0, 65535, 0, 0, 65535], 5123, 2);
-    assert!(import_gltf_slice(&triangle(&[("TANGENT", 5120, true, "VEC4", t), ("TEXCOORD_0", 5123, false, "VEC2", uv)], QUANTIZATION), None, &AssetRegistry::new()).is_ok());
+    assert!(
+        import_gltf_slice(
+            &triangle(
+                &[
+                    ("TANGENT", 5120, true, "VEC4", t),
+                    ("TEXCOORD_0", 5123, false, "VEC2", uv)
+                ],
+                QUANTIZATION
+            ),
+            None,
+            &AssetRegistry::new()
+        )
+        .is_ok()
+    );
 }
 
 /// A file that requires EXT_meshopt_compression is refused with an error naming the
@@ -656,14 +760,22 @@ fn meshopt_compressed_files_are_refused_naming_the_extension_and_the_fix() {
         "extensionsRequired": ["KHR_mesh_quantization", "EXT_meshopt_compression"],
         "nodes": [{"name": "root"}]
     });
-    let e = import_gltf_slice(&serde_json::to_vec(&doc).unwrap(), None, &AssetRegistry::new())
-        .unwrap_err();
+    let e = import_gltf_slice(
+        &serde_json::to_vec(&doc).unwrap(),
+        None,
+        &AssetRegistry::new(),
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, ImportError::UnsupportedExtension { extension, .. } if extension == "EXT_meshopt_compression"),
         "{e}"
     );
     let text = e.to_string();
-    for part in ["requires extension EXT_meshopt_compression", "gltfpack without -c", "gltf-transform copy"] {
+    for part in [
+        "requires extension EXT_meshopt_compression",
+        "gltfpack without -c",
+        "gltf-transform copy",
+    ] {
         assert!(text.contains(part), "{text}");
     }
 }
@@ -675,29 +787,18 @@ fn edit(glb: &[u8], f: impl FnOnce(&mut Value, &mut Vec<u8>)) -> Vec<u8> {
     let b = 20 + jlen;
     let mut bin = glb[b + 8..b + 8 + u32_at(glb, b)].to_vec();
     f(&mut doc, &mut bin);
-    while bin.len() % 4 != 0 {
-        bin.push(0);
-    }
-    doc["buffers"] = json!([{"byteLength": bin.len()}]);
-    let mut j = serde_json::to_vec(&doc).unwrap();
-    while j.len() % 4 != 0 {
-        j.push(b' ');
-    }
-    let mut out = b"glTF".to_vec();
-    out.extend_from_slice(&2u32.to_le_bytes());
-    out.extend_from_slice(&((28 + j.len() + bin.len()) as u32).to_le_bytes());
-    out.extend_from_slice(&(j.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"JSON");
-    out.extend_from_slice(&j);
-    out.extend_from_slice(&(bin.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"BIN\0");
-    out.extend_from_slice(&bin);
-    out
+    pack_glb(&doc, bin)
 }
 
 /// Appends an accessor over `bytes` (its own view, `stride` when given) and returns its index.
-fn add_accessor(doc: &mut Value, bin: &mut Vec<u8>, bytes: &[u8], acc: Value, stride: Option<usize>) -> usize {
-    while bin.len() % 4 != 0 {
+fn add_accessor(
+    doc: &mut Value,
+    bin: &mut Vec<u8>,
+    bytes: &[u8],
+    acc: Value,
+    stride: Option<usize>,
+) -> usize {
+    while !bin.len().is_multiple_of(4) {
         bin.push(0);
     }
     let mut view = json!({"buffer": 0, "byteOffset": bin.len(), "byteLength": bytes.len()});
@@ -724,8 +825,20 @@ fn animation_keys_and_morph_deltas_follow_their_tables() {
     let with_rotation = |ct: u32, norm: bool, comps: &[i32]| {
         edit(&base, |doc, bin| {
             let times: Vec<u8> = [0f32, 1.0].iter().flat_map(|x| x.to_le_bytes()).collect();
-            let t = add_accessor(doc, bin, &times, json!({"componentType": 5126, "type": "SCALAR", "count": 2, "min": [0.0], "max": [1.0]}), None);
-            let r = add_accessor(doc, bin, &stored(comps, ct, 4), json!({"componentType": ct, "type": "VEC4", "count": 2, "normalized": norm}), None);
+            let t = add_accessor(
+                doc,
+                bin,
+                &times,
+                json!({"componentType": 5126, "type": "SCALAR", "count": 2, "min": [0.0], "max": [1.0]}),
+                None,
+            );
+            let r = add_accessor(
+                doc,
+                bin,
+                &stored(comps, ct, 4),
+                json!({"componentType": ct, "type": "VEC4", "count": 2, "normalized": norm}),
+                None,
+            );
             doc["animations"] = json!([{"samplers": [{"input": t, "output": r}], "channels": [{"sampler": 0, "target": {"node": 0, "path": "rotation"}}]}]);
         })
     };
@@ -736,19 +849,35 @@ fn animation_keys_and_morph_deltas_follow_their_tables() {
         let scene = import_gltf_slice(&file, None, &AssetRegistry::new()).unwrap();
         let q = scene.clips[0].sample_bone(BoneIndex(0), 1.0).rotation;
         let want = Quat::from_rotation_z(-std::f32::consts::FRAC_PI_2);
-        assert!(q.dot(want) > 1.0 - 1e-7 && (q.z + q.w).abs() < 1e-7, "{ct}: {q}");
+        assert!(
+            q.dot(want) > 1.0 - 1e-7 && (q.z + q.w).abs() < 1e-7,
+            "{ct}: {q}"
+        );
     }
-    let (_, used_as, reason) = accessor_error(&with_rotation(5122, false, &[0, 0, 0, 1, 0, 0, 1, 1]));
+    let (_, used_as, reason) =
+        accessor_error(&with_rotation(5122, false, &[0, 0, 0, 1, 0, 0, 1, 1]));
     assert_eq!(used_as, "animation 0 sampler 0 output");
-    assert!(reason.contains("SHORT is not allowed here") && reason.contains("normalized SHORT"), "{reason}");
+    assert!(
+        reason.contains("SHORT is not allowed here") && reason.contains("normalized SHORT"),
+        "{reason}"
+    );
     let targets = edit(&base, |doc, bin| {
         let d = stored(&[1, 0, 0, 0, 1, 0, 0, 0, 1], 5123, 3);
-        let t = add_accessor(doc, bin, &d, json!({"componentType": 5123, "type": "VEC3", "count": 3}), Some(8));
+        let t = add_accessor(
+            doc,
+            bin,
+            &d,
+            json!({"componentType": 5123, "type": "VEC3", "count": 3}),
+            Some(8),
+        );
         doc["meshes"][0]["primitives"][0]["targets"] = json!([{"POSITION": t}]);
     });
     let (_, used_as, reason) = accessor_error(&targets);
     assert_eq!(used_as, "mesh 0 primitive 0 target 0 POSITION");
-    assert!(reason.contains("UNSIGNED_SHORT is not allowed here, even with KHR_mesh_quantization"), "{reason}");
+    assert!(
+        reason.contains("UNSIGNED_SHORT is not allowed here, even with KHR_mesh_quantization"),
+        "{reason}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -776,17 +905,29 @@ fn sparse_positions_in_a_data_uri_file_match_an_independent_parse_and_the_origin
     let mesh = &scene.meshes[0].skinned_mesh;
     assert_eq!(mesh.positions(), f.vec3s(pos));
     let original = import("RiggedSimple.glb", &registry);
-    assert_eq!(mesh.positions(), original.meshes[0].skinned_mesh.positions());
+    assert_eq!(
+        mesh.positions(),
+        original.meshes[0].skinned_mesh.positions()
+    );
     assert!(
-        scene.warnings.iter().any(|w| w.contains("1 morph targets ignored")),
+        scene
+            .warnings
+            .iter()
+            .any(|w| w.contains("1 morph targets ignored")),
         "{:?}",
         scene.warnings
     );
     // The independent parse of the target: zero but for the top cap, which moves up 0.5.
     let deltas = f.vec3s(target);
-    let moved: Vec<usize> = (0..deltas.len()).filter(|&v| deltas[v] != Vec3::ZERO).collect();
+    let moved: Vec<usize> = (0..deltas.len())
+        .filter(|&v| deltas[v] != Vec3::ZERO)
+        .collect();
     assert_eq!(moved.len(), 64);
-    assert!(moved.iter().all(|&v| deltas[v].z == 0.5 && mesh.positions()[v].z > 3.5));
+    assert!(
+        moved
+            .iter()
+            .all(|&v| deltas[v].z == 0.5 && mesh.positions()[v].z > 3.5)
+    );
     // A sparse index past the end of the target is an error naming the target accessor.
     let mut json = f.json.clone();
     json["accessors"][target]["count"] = json!(10);
@@ -813,14 +954,28 @@ fn clips_from_an_animation_only_file_equal_the_original_clips() {
     let f = load("Fox.clips.glb");
     assert!(f.json["meshes"].is_null() && f.json["animations"].as_array().unwrap().len() == 3);
     let lib = import_gltf_clips(&asset_path("Fox.clips.glb"), &character.rig, &registry).unwrap();
-    assert!(lib.nodes_without_bone.is_empty(), "{:?}", lib.nodes_without_bone);
-    assert!(lib.bones_without_node.is_empty(), "{:?}", lib.bones_without_node);
+    assert!(
+        lib.nodes_without_bone.is_empty(),
+        "{:?}",
+        lib.nodes_without_bone
+    );
+    assert!(
+        lib.bones_without_node.is_empty(),
+        "{:?}",
+        lib.bones_without_node
+    );
     assert_eq!(lib.clips.len(), 3);
     for (clip, want) in lib.clips.iter().zip(&original.clips) {
         assert_eq!(clip.name(), want.name());
         assert_eq!(clip.rig_hash(), character.rig.content_hash());
         assert_eq!(clip.duration(), want.duration());
-        let times = [0.0, 0.1, 0.25, want.duration() * 0.5, want.duration() * 0.93];
+        let times = [
+            0.0,
+            0.1,
+            0.25,
+            want.duration() * 0.5,
+            want.duration() * 0.93,
+        ];
         for (i, name) in original.rig.bone_names().iter().enumerate() {
             let b = character.rig.find_by_name(name).unwrap();
             for t in times {
@@ -860,24 +1015,7 @@ fn unmatched_bones_are_reported_both_ways() {
         .position(|n| n["name"] == "b_Head_05")
         .unwrap();
     json["nodes"][head]["name"] = json!("b_Head_99");
-    let mut glb = Vec::new();
-    let mut j = serde_json::to_vec(&json).unwrap();
-    while j.len() % 4 != 0 {
-        j.push(b' ');
-    }
-    let mut bin = f.bin.clone();
-    while bin.len() % 4 != 0 {
-        bin.push(0);
-    }
-    glb.extend_from_slice(b"glTF");
-    glb.extend_from_slice(&2u32.to_le_bytes());
-    glb.extend_from_slice(&((28 + j.len() + bin.len()) as u32).to_le_bytes());
-    glb.extend_from_slice(&(j.len() as u32).to_le_bytes());
-    glb.extend_from_slice(b"JSON");
-    glb.extend_from_slice(&j);
-    glb.extend_from_slice(&(bin.len() as u32).to_le_bytes());
-    glb.extend_from_slice(b"BIN\0");
-    glb.extend_from_slice(&bin);
+    let glb = pack_glb(&json, f.bin.clone());
     let lib = import_gltf_clips_slice(&glb, None, &character.rig, &registry).unwrap();
     assert_eq!(lib.nodes_without_bone, ["b_Head_99"]);
     assert_eq!(lib.bones_without_node, ["b_Head_05"]);

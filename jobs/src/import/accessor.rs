@@ -435,13 +435,16 @@ mod file_tests {
         read_with_node(name, semantic, target, u).0
     }
 
+    /// A node's translation, rotation and scale.
+    type Trs = ([f32; 3], [f32; 4], [f32; 3]);
+
     /// As [`read`], with the TRS of the file's node 0.
     fn read_with_node(
         name: &str,
         semantic: ::gltf::Semantic,
         target: Option<usize>,
         u: FloatUse,
-    ) -> (Vec<f32>, ([f32; 3], [f32; 4], [f32; 3])) {
+    ) -> (Vec<f32>, Trs) {
         let path = sinew_fixtures::asset_path(format!("gltf/{name}")).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let c = source::split(&bytes, name).unwrap();
@@ -460,7 +463,10 @@ mod file_tests {
             Some(k) => prim.morph_targets().nth(k).unwrap().positions().unwrap(),
         };
         let node = doc.nodes().next().unwrap().transform().decomposed();
-        (reader.float_attribute(&acc, "test", u).unwrap().values, node)
+        (
+            reader.float_attribute(&acc, "test", u).unwrap().values,
+            node,
+        )
     }
 
     /// gltfpack's quantized copy of RiggedSimple.sparse.gltf stores positions as
@@ -470,11 +476,30 @@ mod file_tests {
     /// within a grid step.
     #[test]
     fn quantized_morph_deltas_share_the_positions_grid() {
-        let original = read("RiggedSimple.sparse.gltf", Positions, None, FloatUse::Position);
-        let deltas = read("RiggedSimple.sparse.gltf", Positions, Some(0), FloatUse::MorphPosition);
-        let (q, (t, _, scale)) =
-            read_with_node("RiggedSimple.morph.gltfpack.glb", Positions, None, FloatUse::Position);
-        let dq = read("RiggedSimple.morph.gltfpack.glb", Positions, Some(0), FloatUse::MorphPosition);
+        let original = read(
+            "RiggedSimple.sparse.gltf",
+            Positions,
+            None,
+            FloatUse::Position,
+        );
+        let deltas = read(
+            "RiggedSimple.sparse.gltf",
+            Positions,
+            Some(0),
+            FloatUse::MorphPosition,
+        );
+        let (q, (t, _, scale)) = read_with_node(
+            "RiggedSimple.morph.gltfpack.glb",
+            Positions,
+            None,
+            FloatUse::Position,
+        );
+        let dq = read(
+            "RiggedSimple.morph.gltfpack.glb",
+            Positions,
+            Some(0),
+            FloatUse::MorphPosition,
+        );
         let s = scale[0];
         assert!(scale.iter().all(|&x| x == s), "uniform grid");
         let step = s * 3f32.sqrt();
@@ -510,7 +535,12 @@ mod file_tests {
     #[test]
     fn a_sparse_morph_target_reads_as_the_rule_that_made_it() {
         let positions = read("RiggedSimple.glb", Positions, None, FloatUse::Position);
-        let deltas = read("RiggedSimple.sparse.gltf", Positions, Some(0), FloatUse::MorphPosition);
+        let deltas = read(
+            "RiggedSimple.sparse.gltf",
+            Positions,
+            Some(0),
+            FloatUse::MorphPosition,
+        );
         assert_eq!(deltas.len(), positions.len());
         let mut moved = 0;
         for (p, d) in positions.chunks_exact(3).zip(deltas.chunks_exact(3)) {
@@ -530,7 +560,12 @@ mod file_tests {
     #[test]
     fn quantized_texture_coordinates_are_the_original_within_a_step() {
         let original = read("CesiumMan.glb", TexCoords(0), None, FloatUse::TexCoord);
-        let quantized = read("CesiumMan.quantized.glb", TexCoords(0), None, FloatUse::TexCoord);
+        let quantized = read(
+            "CesiumMan.quantized.glb",
+            TexCoords(0),
+            None,
+            FloatUse::TexCoord,
+        );
         assert_eq!(original.len(), quantized.len());
         let step = 1.0 / 4095.0;
         let worst = original

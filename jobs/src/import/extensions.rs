@@ -24,10 +24,7 @@ pub(super) struct Extensions {
 /// # Errors
 /// [`ImportError::UnsupportedExtension`] for a required extension the importer does not
 /// implement, with how to write the file without it.
-pub(super) fn accept(
-    root: &mut ::gltf::json::Root,
-    file: &str,
-) -> Result<Extensions, ImportError> {
+pub(super) fn accept(root: &mut ::gltf::json::Root, file: &str) -> Result<Extensions, ImportError> {
     let declared = |name: &str| {
         root.extensions_used.iter().any(|e| e == name)
             || root.extensions_required.iter().any(|e| e == name)
@@ -72,12 +69,20 @@ mod tests {
                 "extensionsRequired":["KHR_mesh_quantization","KHR_texture_transform"]}"#,
         );
         let e = accept(&mut r, "f").map_err(|e| e.to_string());
-        assert!(matches!(e, Ok(Extensions { mesh_quantization: true })));
+        assert!(matches!(
+            e,
+            Ok(Extensions {
+                mesh_quantization: true
+            })
+        ));
         assert!(r.extensions_required.is_empty());
-        let mut r = root(r#"{"asset":{"version":"2.0"},"extensionsUsed":["KHR_texture_transform"]}"#);
+        let mut r =
+            root(r#"{"asset":{"version":"2.0"},"extensionsUsed":["KHR_texture_transform"]}"#);
         assert!(matches!(
             accept(&mut r, "f"),
-            Ok(Extensions { mesh_quantization: false })
+            Ok(Extensions {
+                mesh_quantization: false
+            })
         ));
         let mut r = root(
             r#"{"asset":{"version":"2.0"},"extensionsRequired":["KHR_mesh_quantization","EXT_meshopt_compression"]}"#,
@@ -90,7 +95,10 @@ mod tests {
             "{e}"
         );
         let text = e.to_string();
-        assert!(text.contains("f.glb: requires extension EXT_meshopt_compression"), "{text}");
+        assert!(
+            text.contains("f.glb: requires extension EXT_meshopt_compression"),
+            "{text}"
+        );
         assert!(text.contains("gltfpack without -c"), "{text}");
         let mut r = root(r#"{"asset":{"version":"2.0"},"extensionsRequired":["EXT_unknown"]}"#);
         assert!(accept(&mut r, "f").is_err());

@@ -107,7 +107,13 @@ pub fn import_gltf_clips(
         source,
     })?;
     let base = path.parent().unwrap_or_else(|| Path::new("."));
-    import_clips_guarded(&bytes, Some(base), rig, registry, &path.display().to_string())
+    import_clips_guarded(
+        &bytes,
+        Some(base),
+        rig,
+        registry,
+        &path.display().to_string(),
+    )
 }
 
 /// [`import_gltf_clips`] from bytes (GLB or JSON), external buffers resolved relative to
@@ -354,7 +360,11 @@ impl<'a> Importer<'a> {
     }
 
     /// The whole file: rig, skins, skinned meshes, clips.
-    fn scene(&mut self, registry: &AssetRegistry, rig_name: &str) -> Result<GltfScene, ImportError> {
+    fn scene(
+        &mut self,
+        registry: &AssetRegistry,
+        rig_name: &str,
+    ) -> Result<GltfScene, ImportError> {
         let (file, doc) = (self.file, self.doc);
         let (rig, node_to_bone) = self.rig(registry, rig_name)?;
         let skins = self.skins(&node_to_bone)?;
@@ -891,9 +901,9 @@ impl<'a> Importer<'a> {
             ];
             for (name, acc, u) in accessors {
                 let Some(acc) = acc else { continue };
-                let c = self
-                    .reader
-                    .float_attribute(&acc, &what(&format!("target {k} {name}")), u)?;
+                let c =
+                    self.reader
+                        .float_attribute(&acc, &what(&format!("target {k} {name}")), u)?;
                 if c.count() != nv {
                     return Err(ImportError::Mesh {
                         file: self.file.to_string(),

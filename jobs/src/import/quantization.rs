@@ -217,7 +217,10 @@ mod tests {
         assert_eq!(FloatUse::Position.quantized().len(), 9);
         assert_eq!(FloatUse::TexCoord.quantized().len(), 9);
         assert_eq!(FloatUse::Normal.quantized(), [FLOAT, I8N, I16N]);
-        assert_eq!(FloatUse::MorphPosition.quantized(), [FLOAT, I8, I8N, I16, I16N]);
+        assert_eq!(
+            FloatUse::MorphPosition.quantized(),
+            [FLOAT, I8, I8N, I16, I16N]
+        );
         assert!(!FloatUse::MorphPosition.quantized().contains(&U16));
         assert_eq!(FloatUse::Weights.quantized(), [FLOAT, U8N, U16N]);
         for u in [
@@ -245,9 +248,15 @@ mod tests {
         let r = refusal(FloatUse::Position, I16, false);
         assert!(r.contains("SHORT needs KHR_mesh_quantization"), "{r}");
         let r = refusal(FloatUse::Normal, I16, true);
-        assert!(r.contains("not allowed here, even with KHR_mesh_quantization"), "{r}");
+        assert!(
+            r.contains("not allowed here, even with KHR_mesh_quantization"),
+            "{r}"
+        );
         assert!(r.contains("normalized BYTE"), "{r}");
         let r = refusal(FloatUse::Weights, I8N, false);
-        assert!(r.contains("allowed: FLOAT, normalized UNSIGNED_BYTE"), "{r}");
+        assert!(
+            r.contains("allowed: FLOAT, normalized UNSIGNED_BYTE"),
+            "{r}"
+        );
     }
 }
