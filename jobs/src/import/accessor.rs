@@ -23,6 +23,8 @@ pub(super) struct Reader<'a> {
     pub buffers: &'a [Cow<'a, [u8]>],
     /// The file declares `KHR_mesh_quantization`: mesh attributes may use its integer types.
     pub mesh_quantization: bool,
+    /// The bytes of compressed buffer views (`EXT_meshopt_compression`), by view index.
+    pub decoded_views: hashbrown::HashMap<usize, Vec<u8>>,
 }
 
 /// Decoded accessor data: `count * dims` components, row by row.
@@ -108,6 +110,9 @@ impl Reader<'_> {
 
     /// The bytes of a buffer view, checked against its buffer.
     fn view_bytes(&self, view: &::gltf::buffer::View<'_>) -> Result<&[u8], String> {
+        if let Some(bytes) = self.decoded_views.get(&view.index()) {
+            return Ok(bytes);
+        }
         let buffer = view.buffer().index();
         let data = self
             .buffers
@@ -456,6 +461,7 @@ mod file_tests {
             file: name,
             buffers: &buffers,
             mesh_quantization: ext.mesh_quantization,
+            decoded_views: Default::default(),
         };
         let prim = doc.meshes().next().unwrap().primitives().next().unwrap();
         let acc = match target {

@@ -41,6 +41,15 @@ pub enum ImportError {
         /// What is wrong.
         reason: String,
     },
+    /// A buffer view's data cannot be had (a compressed view that does not decode).
+    BufferView {
+        /// The file.
+        file: String,
+        /// The buffer view index.
+        view: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// An accessor has the wrong type or count, points outside its buffer view or buffer, or
     /// holds NaN or infinite values.
     Accessor {
@@ -128,6 +137,9 @@ impl fmt::Display for ImportError {
                 buffer,
                 reason,
             } => write!(f, "{file}: buffer {buffer}: {reason}"),
+            Self::BufferView { file, view, reason } => {
+                write!(f, "{file}: buffer view {view}: {reason}")
+            }
             Self::Accessor {
                 file,
                 accessor,

@@ -9,6 +9,7 @@ pub(super) const MESH_QUANTIZATION: &str = "KHR_mesh_quantization";
 /// Changes texture lookups only; materials and texture coordinates are not imported, so a
 /// file that requires it imports the same with or without it.
 const TEXTURE_TRANSFORM: &str = "KHR_texture_transform";
+/// Decoded with the `meshopt` feature (`meshopt.rs`), refused without it.
 const MESHOPT: &str = "EXT_meshopt_compression";
 const DRACO: &str = "KHR_draco_mesh_compression";
 
@@ -33,10 +34,14 @@ pub(super) fn accept(root: &mut ::gltf::json::Root, file: &str) -> Result<Extens
     for extension in &root.extensions_required {
         let reason = match extension.as_str() {
             MESH_QUANTIZATION | TEXTURE_TRANSFORM => continue,
+            #[cfg(feature = "meshopt")]
+            MESHOPT => continue,
+            #[cfg(not(feature = "meshopt"))]
             MESHOPT => {
-                "its buffer views are meshoptimizer-compressed, which sinew does not decode; \
-                 `gltf-transform copy IN OUT` writes the file decoded, and gltfpack without \
-                 -c/-cc or gltf-transform without its meshopt command write files without it"
+                "its buffer views are meshoptimizer-compressed, which sinew-jobs decodes only \
+                 with its `meshopt` feature (not in this build); `gltf-transform copy IN OUT` \
+                 writes the file decoded, and gltfpack without -c/-cc or gltf-transform \
+                 without its meshopt command write files without it"
             }
             DRACO => {
                 "its geometry is Draco-compressed, which sinew does not decode; \
@@ -87,6 +92,10 @@ mod tests {
         let mut r = root(
             r#"{"asset":{"version":"2.0"},"extensionsRequired":["KHR_mesh_quantization","EXT_meshopt_compression"]}"#,
         );
+        if cfg!(feature = "meshopt") {
+            assert!(accept(&mut r, "f.glb").is_ok());
+            return;
+        }
         let Err(e) = accept(&mut r, "f.glb") else {
             panic!("meshopt accepted")
         };

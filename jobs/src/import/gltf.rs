@@ -335,6 +335,10 @@ impl<'a> Importer<'a> {
         precheck(&root, file)?;
         let doc = ::gltf::Document::from_json(root).map_err(|e| parse(validation_message(&e)))?;
         let buffers = source::load_buffers(&doc, container.bin, base_dir, file)?;
+        #[cfg(feature = "meshopt")]
+        let decoded_views = super::meshopt::decode_views(&doc, &buffers, file)?;
+        #[cfg(not(feature = "meshopt"))]
+        let decoded_views = HashMap::new();
         let mut imp = Importer {
             file,
             doc: &doc,
@@ -342,6 +346,7 @@ impl<'a> Importer<'a> {
                 file,
                 buffers: &buffers,
                 mesh_quantization: extensions.mesh_quantization,
+                decoded_views,
             },
             names: unique_node_names(&doc),
             warnings: Vec::new(),
