@@ -382,6 +382,50 @@ fn quantized_cesium_man_skins_like_the_original_within_the_quantization_step() {
     assert!(worst > 0.1, "largest difference {worst} steps");
 }
 
+/// An unskinned mesh quantized by gltf-transform (RiggedSimple's cylinder with its skin
+/// removed, normalized SHORT positions): the dequantization is its node's scale, and that
+/// node is a bone of the rig like any other, so the node's world matrix from the rig (rest
+/// pose and clip) places the dequantized positions where the original's are, within a
+/// 14-bit step of the mesh's extent.
+#[test]
+fn an_unskinned_quantized_mesh_is_placed_by_its_node() {
+    let registry = AssetRegistry::new();
+    let original = import("RiggedSimple.glb", &registry);
+    let quantized = import("RiggedSimple.unskinned.quantized.glb", &registry);
+    assert!(
+        quantized.meshes.is_empty(),
+        "unskinned meshes are not imported"
+    );
+    let (fo, fq) = (
+        load("RiggedSimple.glb"),
+        load("RiggedSimple.unskinned.quantized.glb"),
+    );
+    let (po, pq) = (
+        fo.vec3s(fo.attribute("POSITION")),
+        fq.vec3s(fq.attribute("POSITION")),
+    );
+    assert_eq!(fq.storage(fq.attribute("POSITION")), (5122, true));
+    let acc = &fo.json["accessors"][fo.attribute("POSITION")];
+    let extent = (0..3)
+        .map(|k| (acc["max"][k].as_f64().unwrap() - acc["min"][k].as_f64().unwrap()) as f32)
+        .fold(0.0, f32::max);
+    let bone = |scene: &GltfScene| scene.rig.find_by_name("Cylinder").unwrap();
+    let rest = quantized.rig.rest_pose()[bone(&quantized).get()];
+    assert!((rest.scale - Vec3::splat(extent / 2.0)).abs().max_element() < 1e-3 * extent);
+    let bound = 3f32.sqrt() * extent / 16383.0 + 1e-5 * extent;
+    let mut worst = 0.0f32;
+    for t in [0.0, 0.7, 1.3] {
+        let mo = model_at(&original.rig, &original.clips[0], t)[bone(&original).get()];
+        let mq = model_at(&quantized.rig, &quantized.clips[0], t)[bone(&quantized).get()];
+        for (v, (a, b)) in po.iter().zip(&pq).enumerate() {
+            let e = (mo.transform_point3(*a) - mq.transform_point3(*b)).length();
+            assert!(e <= bound, "vertex {v} at {t}: {e} > {bound}");
+            worst = worst.max(e);
+        }
+    }
+    assert!(worst > 0.0);
+}
+
 /// gltfpack's Fox (UNSIGNED_SHORT positions whose dequantization is in the inverse bind
 /// matrices, and also on the mesh node, which glTF ignores for skinned meshes; 12-bit
 /// rotation keys in normalized SHORT; 8-bit weights; merged vertices) poses and skins like
