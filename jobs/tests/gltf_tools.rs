@@ -1302,3 +1302,57 @@ fn bad_meshopt_views_are_errors_that_name_the_view() {
         let _ = import_gltf_slice(&pack_glb(&f.json, bin), None, &registry);
     }
 }
+
+/// One bit flipped anywhere in the derived files (200 times each, half in the BIN chunk,
+/// where the quantized integers and the compressed streams are): a scene with finite
+/// vertices or an error with a message, never a panic (a caught panic is `Malformed`).
+#[test]
+fn bit_flips_in_quantized_and_compressed_files_are_errors_not_panics() {
+    let mut names = vec![
+        "CesiumMan.quantized.glb",
+        "Fox.gltfpack.glb",
+        "RiggedSimple.morph.gltfpack.glb",
+    ];
+    if cfg!(feature = "meshopt") {
+        names.push("Fox.meshopt-cc.glb");
+    }
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for name in names {
+        let bytes = std::fs::read(asset_path(name)).unwrap();
+        let bin_start = 20 + u32_at(&bytes, 12) + 8;
+        let (mut ok, mut err) = (0, 0);
+        for flip in 0..200 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = if flip % 2 == 0 {
+                bin_start + (state as usize) % (bytes.len() - bin_start)
+            } else {
+                (state as usize) % bytes.len()
+            };
+            let mut b = bytes.clone();
+            b[at] ^= 1 << ((state >> 32) % 8);
+            match import_gltf_slice(&b, None, &AssetRegistry::new()) {
+                Ok(scene) => {
+                    ok += 1;
+                    for m in &scene.meshes {
+                        let mesh = &m.skinned_mesh;
+                        assert!(
+                            mesh.positions().iter().all(|p| p.is_finite()),
+                            "{name} byte {at}"
+                        );
+                    }
+                }
+                Err(e @ ImportError::Malformed { .. }) => panic!("{name} byte {at}: {e}"),
+                Err(e) => {
+                    err += 1;
+                    assert!(
+                        !e.to_string().trim_end().ends_with(':'),
+                        "{name} byte {at}: {e}"
+                    );
+                }
+            }
+        }
+        eprintln!("{name}: 200 bit flips: {ok} valid scenes, {err} errors");
+    }
+}
