@@ -227,7 +227,20 @@ pub(crate) fn sample_blend_entity_soa(
         }
         return;
     }
-    for (b, o) in out.iter_mut().take(blocks).enumerate() {
+    let blocks = blocks.min(out.len());
+    layered_entity(e, spans, bone_count, &mut out[..blocks]);
+}
+
+/// [`layered_block`] for every block of `out`, out of line: the layered path is several times
+/// the grid path's code, and inlined into the pose chain it would crowd the common case.
+#[inline(never)]
+fn layered_entity(
+    e: &EntitySampling<'_>,
+    spans: &[KeySpan],
+    bone_count: usize,
+    out: &mut [SoaTransform],
+) {
+    for (b, o) in out.iter_mut().enumerate() {
         layered_block(e, spans, b, bone_count, o);
     }
 }
