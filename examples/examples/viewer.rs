@@ -3,7 +3,8 @@
 //! Every frame the nine-job pipeline writes the palettes into the mapped palette ring and the
 //! crowd is drawn from it (as `crowd` does), with frame and job times on screen. Keys: space
 //! pause, `.` step, `+`/`-` speed, `N` next clip set, click or Tab pick a character (its
-//! skeleton is drawn), Esc drop the pick, `C` orbit/fly camera, drag to turn, wheel to zoom,
+//! skeleton is drawn), Esc drop the pick, `L` level of detail (far characters play baked
+//! textures), `C` orbit/fly camera, drag to turn, wheel to zoom,
 //! W/A/S/D/Q/E to move. `--script FILE --frames N --screenshot out.png` runs a scripted camera
 //! for N frames and saves the last one (what CI checks).
 
@@ -43,6 +44,9 @@ struct Args {
     /// Window height.
     #[arg(long, default_value_t = 720)]
     height: u32,
+    /// `L` (level of detail): characters farther than this many metres play baked textures.
+    #[arg(long, default_value_t = 20.0)]
+    lod_distance: f32,
 }
 
 fn main() -> ExitCode {
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
         screenshot: args.screenshot,
         report: args.report,
         size: (args.width, args.height),
+        lod_distance: args.lod_distance,
     };
     match run(opts) {
         Ok(()) => ExitCode::SUCCESS,

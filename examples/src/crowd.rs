@@ -370,7 +370,7 @@ pub(crate) type CrowdBundle = (
 );
 
 /// The clips a LOD crowd bakes (and plays, one per character).
-fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
+pub(crate) fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
     match &model.kind {
         ModelKind::Builtin {
             walk, run, idle, ..
@@ -381,7 +381,7 @@ fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
 
 /// The animation of character `i` of a LOD crowd: one of `clips` (the model's [`lod_clips`]) at
 /// speed 1, its phase on the bake's frame grid (`rate`); `None` when there are no clips.
-fn lod_animation(
+pub(crate) fn lod_animation(
     model: &Model,
     clips: &[Arc<Clip>],
     i: u64,

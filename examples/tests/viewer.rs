@@ -1,7 +1,8 @@
 //! The `viewer` example under Xvfb on the machine's Vulkan adapter (lavapipe in CI): a
 //! scripted camera for a fixed number of frames, then a screenshot where every character is
-//! where the camera says it is, the picked character's skeleton is drawn over it, and the
-//! text panel is in the top-left corner.
+//! where the camera says it is (near ones from the pipeline's palettes, far ones from baked
+//! textures: LOD is turned on by the script), the picked character's skeleton is drawn over
+//! it, and the text panel is in the top-left corner.
 //!
 //! Skips (with the reason printed) where `xvfb-run` or a Vulkan adapter is missing; where both
 //! are there, the viewer failing fails the test.
@@ -60,7 +61,7 @@ fn scripted_viewer_screenshot_shows_the_crowd_where_the_camera_puts_it() {
     std::fs::write(
         &script,
         format!(
-            "# eye, target\n0 camera {} {} {} {} {} {}\n3 key pick\n",
+            "# eye, target\n0 camera {} {} {} {} {} {}\n2 key lod\n3 key pick\n",
             EYE.x, EYE.y, EYE.z, TARGET.x, TARGET.y, TARGET.z
         ),
     )
@@ -75,6 +76,8 @@ fn scripted_viewer_screenshot_shows_the_crowd_where_the_camera_puts_it() {
             &FRAMES.to_string(),
         ])
         .args([
+            "--lod-distance",
+            "11",
             "--width",
             &SIZE.0.to_string(),
             "--height",
@@ -173,6 +176,12 @@ fn scripted_viewer_screenshot_shows_the_crowd_where_the_camera_puts_it() {
     println!("covered at the chest: {covered}/{seen}");
     assert!(seen >= 15, "{seen} characters in view");
     assert!(covered * 10 >= seen * 9, "{covered} of {seen}");
+    // LOD from frame 2, switching at 11 m from the eye: the front row (9.4 to 10.3 m away)
+    // runs the pipeline, the rows from z = 4 m on (over 12.8 m) play baked textures.
+    let lod = &report["lod"];
+    let (cpu, baked) = (lod["cpu"].as_u64().unwrap(), lod["baked"].as_u64().unwrap());
+    assert_eq!(cpu + baked, COUNT as u64);
+    assert!(cpu >= 5 && baked >= 15, "{cpu} CPU, {baked} baked");
     // The picked character (#0, picked on frame 3) has its skeleton drawn in yellow near it,
     // and nowhere far from it.
     assert_eq!(report["picked"], 0);

@@ -539,6 +539,16 @@ impl CrowdFrames {
         }
     }
 
+    /// The graphics pipeline's colour and depth targets, for a renderer that draws over the
+    /// crowd with depth testing (`None` for the compute rasteriser, which has no depth
+    /// target).
+    pub fn graphics_targets(&self) -> Option<(&wgpu::TextureView, &wgpu::TextureView)> {
+        match &self.renderer {
+            Renderer::Graphics(r) => Some((r.color_view(), r.depth_view())),
+            Renderer::Compute(_) => None,
+        }
+    }
+
     /// Where the drawn image is, for a pass that shows it (a window's composite).
     pub fn image(&self) -> FrameImage<'_> {
         match &self.renderer {

@@ -9,6 +9,7 @@
 //! again.
 
 mod camera;
+mod lod;
 mod present;
 pub mod script;
 pub mod text;
@@ -50,18 +51,23 @@ pub enum Action {
     Slower,
     /// Tab: pick the next character (its skeleton is drawn).
     PickNext,
+    /// Pick the character of this spawn index (a script's `pick INDEX`; a click picks the
+    /// one under the cursor).
+    Pick(usize),
     /// Escape: drop the pick.
     Unpick,
     /// `N`: the next clip set (the crowd's blend, then each clip alone).
     NextClip,
     /// `C`: orbit ↔ fly.
     CameraMode,
+    /// `L`: level of detail on or off.
+    Lod,
 }
 
 impl Action {
     /// The script names, in [`Action::from_name`]'s order.
-    pub const NAMES: [&'static str; 8] = [
-        "pause", "step", "faster", "slower", "pick", "unpick", "clip", "camera",
+    pub const NAMES: [&'static str; 9] = [
+        "pause", "step", "faster", "slower", "pick", "unpick", "clip", "camera", "lod",
     ];
 
     /// The action of a script name.
@@ -75,6 +81,7 @@ impl Action {
             "unpick" => Self::Unpick,
             "clip" => Self::NextClip,
             "camera" => Self::CameraMode,
+            "lod" => Self::Lod,
             _ => return None,
         })
     }
@@ -100,6 +107,8 @@ pub struct ViewerOptions {
     pub report: Option<PathBuf>,
     /// Window size.
     pub size: (u32, u32),
+    /// `L`: characters farther than this many metres play baked textures.
+    pub lod_distance: f32,
 }
 
 impl Default for ViewerOptions {
@@ -113,6 +122,7 @@ impl Default for ViewerOptions {
             screenshot: None,
             report: None,
             size: (1280, 720),
+            lod_distance: 20.0,
         }
     }
 }
@@ -203,6 +213,9 @@ struct Crowd {
     picked: Option<usize>,
     picked_palette: Vec<[f32; 12]>,
     chest: f32,
+    lod: Option<lod::ViewerLod>,
+    /// A one-line answer to the last key that could not be done.
+    notice: Option<String>,
 }
 
 impl Crowd {
@@ -240,11 +253,23 @@ impl Crowd {
             picked: None,
             picked_palette: Vec::new(),
             chest: 0.7 * height,
+            lod: None,
+            notice: None,
         })
     }
 
     fn next_clip(&mut self) -> Result<(), String> {
-        self.set = (self.set + 1) % self.sets.len().max(1);
+        if self.lod.is_some() {
+            self.notice =
+                Some("LOD on: each character plays its one baked clip (L turns it off)".into());
+            return Ok(());
+        }
+        self.apply_set((self.set + 1) % self.sets.len().max(1))
+    }
+
+    /// Gives every character the animations of clip set `set`.
+    fn apply_set(&mut self, set: usize) -> Result<(), String> {
+        self.set = set;
         let clip = self.sets.get(self.set).and_then(|s| s.1.clone());
         for (i, &e) in self.entities.iter().enumerate() {
             let list = match &clip {
@@ -264,6 +289,9 @@ impl Crowd {
 
     fn position(&self, i: usize) -> Option<Vec3> {
         let e = *self.entities.get(i)?;
+        if let Some(p) = self.lod.as_ref().and_then(|l| l.position(e)) {
+            return Some(p);
+        }
         self.store
             .get::<EntityTransform>(e)
             .ok()
@@ -342,6 +370,12 @@ struct App {
 pub fn run(opts: ViewerOptions) -> Result<(), String> {
     if opts.size.0 == 0 || opts.size.1 == 0 {
         return Err("--size must be at least 1x1".into());
+    }
+    if !(opts.lod_distance.is_finite() && opts.lod_distance > 0.0) {
+        return Err(format!(
+            "--lod-distance must be a positive distance in metres, got {}",
+            opts.lod_distance
+        ));
     }
     if opts.report.is_some() && opts.screenshot.is_none() {
         return Err("--report needs --screenshot".into());
@@ -499,6 +533,7 @@ impl App {
 
     fn act(&mut self, a: Action) -> Result<(), String> {
         let c = &mut self.crowd;
+        c.notice = None;
         match a {
             Action::Pause => c.paused = !c.paused,
             Action::Step => c.step = true,
@@ -507,9 +542,34 @@ impl App {
             Action::PickNext => {
                 c.picked = Some(c.picked.map_or(0, |p| (p + 1) % c.entities.len().max(1)));
             }
+            Action::Pick(i) => {
+                if i >= c.entities.len() {
+                    return Err(format!(
+                        "pick {i}: the crowd has {} characters",
+                        c.entities.len()
+                    ));
+                }
+                c.picked = Some(i);
+            }
             Action::Unpick => c.picked = None,
             Action::NextClip => c.next_clip()?,
             Action::CameraMode => self.camera.toggle_mode(),
+            Action::Lod => match (c.lod.take(), &self.gpu) {
+                (Some(l), _) => {
+                    l.disable(c)?;
+                    c.apply_set(c.set)?;
+                }
+                (None, Some(gpu)) if gpu.frames.graphics_targets().is_none() => {
+                    c.notice = Some(
+                        "LOD draws its baked tier with the graphics pipeline: run with --raster graphics"
+                            .into(),
+                    );
+                }
+                (None, Some(gpu)) => {
+                    c.lod = Some(lod::ViewerLod::enable(c, &gpu.ctx, self.opts.lod_distance)?);
+                }
+                (None, None) => {}
+            },
         }
         Ok(())
     }
@@ -571,6 +631,12 @@ impl App {
             base * c.speed
         };
         c.step = false;
+        let eye = self.camera.camera().eye;
+        let mut lod = c.lod.take();
+        if let Some(l) = lod.as_mut() {
+            l.before(c, eye, dt)?;
+        }
+        c.lod = lod;
         let picked = c.picked.and_then(|i| c.entities.get(i).copied());
         let bones = c.model.mesh.bone_count();
         let animator = &mut c.animator;
@@ -593,6 +659,11 @@ impl App {
             })
             .map_err(|e| e.to_string())?;
         run.map_err(|e| format!("frame {}: {e}", self.frame))?;
+        let mut lod = c.lod.take();
+        if let Some(l) = lod.as_mut() {
+            l.after(c)?;
+        }
+        c.lod = lod;
         let camera = self.camera.camera();
         let size = (gpu.config.width, gpu.config.height);
         let segments = match picked.and_then(|e| c.store.get::<EntityTransform>(e).ok()) {
@@ -602,7 +673,8 @@ impl App {
             _ => Vec::new(),
         };
         // The panel shows the last half second's means (and the state of this frame).
-        gpu.presenter.overlay_scale = if size.0 >= 1200 { 2 } else { 1 };
+        // Twice the glyph size on large (high-density) windows.
+        gpu.presenter.overlay_scale = if size.0 >= 2400 { 2 } else { 1 };
         let s = &mut self.stats;
         let due = s
             .last_update
@@ -641,6 +713,15 @@ impl App {
         gpu.frames
             .encode(&gpu.ctx, &mut encoder, &camera, false)
             .map_err(|e| e.to_string())?;
+        if let (Some(l), Some((color, depth))) = (c.lod.as_mut(), gpu.frames.graphics_targets()) {
+            l.encode(
+                &gpu.ctx,
+                &mut encoder,
+                sinew_gpu::baked::draw::DrawTarget { color, depth },
+                size,
+                camera.view_proj(aspect),
+            )?;
+        }
         let view = surface_texture
             .texture
             .create_view(&wgpu::TextureViewDescriptor::default());
@@ -697,6 +778,10 @@ impl App {
                     ],
                     "positions": positions,
                     "picked": c.picked,
+                    "lod": c.lod.as_ref().map(|l| {
+                        let (cpu, baked) = l.counts();
+                        serde_json::json!({ "distance_m": l.distance(), "cpu": cpu, "baked": baked })
+                    }),
                     "skeleton_segments": segments.len(),
                     "adapter": gpu.ctx.adapter_info.name,
                     "rasteriser": gpu.frames.rasteriser().name(),
@@ -759,12 +844,28 @@ fn overlay_lines(
     for (name, v) in &s.jobs {
         lines.push(format!("  {name:<22} {:>7.3} ms", mean_ms(v)));
     }
-    let clip = c.sets.get(c.set).map_or("", |s| s.0.as_str());
+    let clip = match c.lod {
+        Some(_) => "one per character (LOD)",
+        None => c.sets.get(c.set).map_or("", |s| s.0.as_str()),
+    };
     lines.push(format!(
         "clips: {clip}   speed x{:.3}{}",
         c.speed,
         if c.paused { "   PAUSED" } else { "" }
     ));
+    lines.push(match &c.lod {
+        Some(l) => {
+            let (cpu, baked) = l.counts();
+            format!(
+                "lod {:.0} m: {cpu} CPU pipeline + {baked} baked texture",
+                l.distance()
+            )
+        }
+        None => "lod off (L)".to_string(),
+    });
+    if let Some(n) = &c.notice {
+        lines.push(n.clone());
+    }
     let mode = match camera.mode {
         CameraMode::Orbit => "orbit",
         CameraMode::Fly => "fly",
@@ -773,7 +874,7 @@ fn overlay_lines(
         .picked
         .map_or("none".to_string(), |p| format!("#{p} (skeleton)"));
     lines.push(format!("camera: {mode}   picked: {picked}"));
-    lines.push("space pause  . step  +/- speed  N clips  click/tab pick  esc unpick".into());
+    lines.push("space pause  . step  +/- speed  N clips  L lod  click/tab pick  esc unpick".into());
     lines.push("C orbit/fly  drag turn  wheel zoom  WASD QE move".into());
     lines
 }
@@ -831,6 +932,7 @@ impl ApplicationHandler for App {
                     Key::Character("-") => Some(Action::Slower),
                     Key::Character("n") | Key::Character("N") => Some(Action::NextClip),
                     Key::Character("c") | Key::Character("C") => Some(Action::CameraMode),
+                    Key::Character("l") | Key::Character("L") => Some(Action::Lod),
                     Key::Character(k) => {
                         let (r, u, f) = match k.to_ascii_lowercase().as_str() {
                             "w" => (0.0, 0.0, 1.0),

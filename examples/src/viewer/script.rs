@@ -7,10 +7,12 @@
 //! 0        camera  0 6 -10       10 0 10
 //! 30       camera  5 4 -6        10 0 10
 //! 10       key     pause
+//! 12       pick    17
 //! ```
 //!
 //! The camera is interpolated linearly between its keys (held before the first and after the
-//! last); a `key` line presses that viewer key on that frame (names as [`super::Action`]).
+//! last); a `key` line presses that viewer key on that frame (names as [`Action::NAMES`]); a
+//! `pick` line picks the character of that spawn index.
 
 use super::Action;
 use glam::Vec3;
@@ -86,7 +88,19 @@ impl Script {
                     }
                     s.keys.push((frame, action));
                 }
-                _ => return Err(bad("expected 'camera' or 'key' after the frame".into())),
+                Some("pick") => {
+                    let index = match words[2..] {
+                        [w] => w.parse::<usize>().ok(),
+                        _ => None,
+                    }
+                    .ok_or_else(|| bad("pick takes one character index".into()))?;
+                    s.keys.push((frame, Action::Pick(index)));
+                }
+                _ => {
+                    return Err(bad(
+                        "expected 'camera', 'key' or 'pick' after the frame".into()
+                    ));
+                }
             }
         }
         s.cameras.sort_by_key(|c| c.0);
@@ -134,6 +148,11 @@ mod tests {
         assert_eq!(s.camera_at(99).unwrap().0, Vec3::new(10.0, 0.0, 0.0));
         assert_eq!(s.keys_at(15).collect::<Vec<_>>(), vec![Action::Pause]);
         assert_eq!(s.keys_at(14).count(), 0);
+        let s = Script::parse("4 pick 17\n4 key step").unwrap();
+        assert_eq!(
+            s.keys_at(4).collect::<Vec<_>>(),
+            vec![Action::Pick(17), Action::Step]
+        );
     }
 
     #[test]
@@ -144,7 +163,9 @@ mod tests {
             ("3 camera 0 0 nan 1 1 1", "'nan' is not a finite"),
             ("3 camera 1 1 1 1 1 1", "same point"),
             ("3 key jump", "unknown key 'jump'"),
-            ("3 zoom", "expected 'camera' or 'key'"),
+            ("3 zoom", "expected 'camera', 'key' or 'pick'"),
+            ("3 pick", "pick takes one character index"),
+            ("3 pick -1", "pick takes one character index"),
         ] {
             let e = Script::parse(text).unwrap_err();
             assert!(e.contains(needle), "{text:?}: {e}");
