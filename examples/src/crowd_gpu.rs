@@ -83,7 +83,7 @@ pub(crate) fn open(
         (GpuUse::Auto, Err(e)) => {
             return Ok(Err(format!("{e}; palettes go to CPU memory")));
         }
-        (GpuUse::Required, Err(e)) => return Err(format!("--gpu: {e}")),
+        (GpuUse::Required, Err(e)) => return Err(format!("{e} (--gpu asks for one)")),
     };
     let info = &ctx.adapter_info;
     if use_gpu == GpuUse::Auto && info.device_type == wgpu::DeviceType::Cpu {

@@ -445,9 +445,12 @@ impl App {
         ));
         desc.backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
         let instance = wgpu::Instance::new(desc);
-        let surface = instance
-            .create_surface(window.clone())
-            .map_err(|e| format!("surface: {e}"))?;
+        let surface = instance.create_surface(window.clone()).map_err(|e| {
+            format!(
+                "no GPU backend can draw to this window ({e}); on a machine without a GPU \
+                     install a CPU Vulkan driver (Debian: mesa-vulkan-drivers)"
+            )
+        })?;
         let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
             force_fallback_adapter: false,
@@ -898,7 +901,7 @@ impl ApplicationHandler for App {
             return;
         }
         match event {
-            WindowEvent::CloseRequested => {
+            WindowEvent::CloseRequested | WindowEvent::Destroyed => {
                 self.done = true;
                 event_loop.exit();
             }
