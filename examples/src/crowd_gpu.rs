@@ -135,10 +135,13 @@ impl CrowdGpu {
         let (lo, hi) = self.frames.bounds();
         let center = (lo + hi) * 0.5 + Vec3::Y * 0.9;
         let extent = (hi - lo).length().max(3.0);
-        let camera = Camera::look_at(
+        let mut camera = Camera::look_at(
             center + Vec3::new(0.35, 0.45, -0.8).normalize() * extent * 0.9,
             center,
         );
+        // The far corner is 0.9 + 0.5 extents away: keep the whole crowd in front of the far
+        // plane (100 000 characters span ~900 m).
+        camera.far = camera.far.max(2.0 * extent);
         let mut encoder = self
             .ctx
             .device
