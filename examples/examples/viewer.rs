@@ -44,9 +44,10 @@ struct Args {
     /// Window height.
     #[arg(long, default_value_t = 720)]
     height: u32,
-    /// `L` (level of detail): characters farther than this many metres play baked textures.
-    #[arg(long, default_value_t = 20.0)]
-    lod_distance: f32,
+    /// `L` (level of detail): characters farther than this play baked textures (model units,
+    /// metres for the built-in character; default ten grid spacings, 20 m built-in).
+    #[arg(long)]
+    lod_distance: Option<f32>,
 }
 
 fn main() -> ExitCode {

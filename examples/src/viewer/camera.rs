@@ -97,7 +97,8 @@ impl ViewCamera {
             CameraMode::Orbit => {
                 self.distance = (self.distance * 0.9f32.powf(steps)).clamp(0.5, 4000.0);
             }
-            CameraMode::Fly => self.eye += self.forward() * steps * 2.0,
+            // A tenth of the orbit distance a step: the scene's scale.
+            CameraMode::Fly => self.eye += self.forward() * steps * 0.1 * self.distance,
         }
     }
 

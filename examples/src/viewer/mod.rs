@@ -16,7 +16,7 @@ pub mod text;
 
 pub use camera::{CameraMode, ViewCamera};
 
-use crate::crowd::{CrowdOptions, Model, ModelKind, character, hash01, load_model};
+use crate::crowd::{CrowdOptions, Model, ModelKind, SPACING, character, hash01, load_model};
 use glam::{Affine3A, Vec3};
 use present::Presenter;
 use script::Script;
@@ -107,8 +107,9 @@ pub struct ViewerOptions {
     pub report: Option<PathBuf>,
     /// Window size.
     pub size: (u32, u32),
-    /// `L`: characters farther than this many metres play baked textures.
-    pub lod_distance: f32,
+    /// `L`: characters farther than this (model units: metres for the built-in character)
+    /// play baked textures; default ten grid spacings (20 m for the built-in character).
+    pub lod_distance: Option<f32>,
 }
 
 impl Default for ViewerOptions {
@@ -122,7 +123,7 @@ impl Default for ViewerOptions {
             screenshot: None,
             report: None,
             size: (1280, 720),
-            lod_distance: 20.0,
+            lod_distance: None,
         }
     }
 }
@@ -213,6 +214,10 @@ struct Crowd {
     picked: Option<usize>,
     picked_palette: Vec<[f32; 12]>,
     chest: f32,
+    /// Distance between grid neighbours, model units.
+    spacing: f32,
+    /// Characters per grid row.
+    grid: usize,
     lod: Option<lod::ViewerLod>,
     /// A one-line answer to the last key that could not be done.
     notice: Option<String>,
@@ -233,12 +238,24 @@ impl Crowd {
         let entities = store
             .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, None)))
             .map_err(|e| format!("spawn: {e}"))?;
+        // The crowd's grid is 2 m apart, for a person-sized model; a model in other units (Fox
+        // is in centimetres) gets its grid widened to 1.2 of its footprint.
+        let (lo, hi) = model.mesh.positions().iter().fold(
+            (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
+            |(lo, hi), p| (lo.min(*p), hi.max(*p)),
+        );
+        let size = (hi - lo).max(Vec3::ZERO);
+        let height = hi.y.max(0.0);
+        let spacing = SPACING.max(1.2 * size.x.max(size.z).max(0.5 * size.y));
+        if spacing > SPACING {
+            for &e in &entities {
+                let t = store
+                    .get_mut::<EntityTransform>(e)
+                    .map_err(|e| format!("spawn: {e}"))?;
+                t.0.translation *= spacing / SPACING;
+            }
+        }
         let animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
-        let height = model
-            .mesh
-            .positions()
-            .iter()
-            .fold(0.0f32, |h, p| h.max(p.y));
         Ok(Self {
             sets: clip_sets(&model),
             skeleton: Skeleton::new(&model),
@@ -253,6 +270,8 @@ impl Crowd {
             picked: None,
             picked_palette: Vec::new(),
             chest: 0.7 * height,
+            spacing,
+            grid,
             lod: None,
             notice: None,
         })
@@ -371,10 +390,11 @@ pub fn run(opts: ViewerOptions) -> Result<(), String> {
     if opts.size.0 == 0 || opts.size.1 == 0 {
         return Err("--size must be at least 1x1".into());
     }
-    if !(opts.lod_distance.is_finite() && opts.lod_distance > 0.0) {
+    if let Some(d) = opts.lod_distance
+        && !(d.is_finite() && d > 0.0)
+    {
         return Err(format!(
-            "--lod-distance must be a positive distance in metres, got {}",
-            opts.lod_distance
+            "--lod-distance must be a positive distance, got {d}"
         ));
     }
     if opts.report.is_some() && opts.screenshot.is_none() {
@@ -382,9 +402,9 @@ pub fn run(opts: ViewerOptions) -> Result<(), String> {
     }
     let script = opts.script.as_deref().map(Script::load).transpose()?;
     let crowd = Crowd::new(&opts)?;
-    let grid = (opts.count as f64).sqrt().ceil() as f32 * crate::crowd::SPACING;
-    let centre = Vec3::new(grid * 0.5, 0.9, grid * 0.5);
-    let camera = ViewCamera::orbit(centre, grid.max(6.0) * 1.1, 0.6, -0.45);
+    let extent = crowd.grid as f32 * crowd.spacing;
+    let centre = Vec3::new(extent * 0.5, 0.7 * crowd.chest, extent * 0.5);
+    let camera = ViewCamera::orbit(centre, extent.max(3.0 * crowd.spacing) * 1.1, 0.6, -0.45);
     let event_loop = EventLoop::new().map_err(|e| {
         // winit's message starts with its source location; the reason is after it.
         let msg = e.to_string();
@@ -569,7 +589,11 @@ impl App {
                     );
                 }
                 (None, Some(gpu)) => {
-                    c.lod = Some(lod::ViewerLod::enable(c, &gpu.ctx, self.opts.lod_distance)?);
+                    c.lod = Some(lod::ViewerLod::enable(
+                        c,
+                        &gpu.ctx,
+                        self.opts.lod_distance.unwrap_or(10.0 * c.spacing),
+                    )?);
                 }
                 (None, None) => {}
             },
