@@ -238,15 +238,21 @@ impl Crowd {
         let entities = store
             .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, None)))
             .map_err(|e| format!("spawn: {e}"))?;
-        // The crowd's grid is 2 m apart, for a person-sized model; a model in other units (Fox
-        // is in centimetres) gets its grid widened to 1.2 of its footprint.
+        // The crowd's grid is 2 m apart, for a person-sized model; a model whose footprint is
+        // more than twice that (a model in other units: Fox is in centimetres) gets a grid of
+        // 1.2 footprints.
         let (lo, hi) = model.mesh.positions().iter().fold(
             (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
             |(lo, hi), p| (lo.min(*p), hi.max(*p)),
         );
         let size = (hi - lo).max(Vec3::ZERO);
         let height = hi.y.max(0.0);
-        let spacing = SPACING.max(1.2 * size.x.max(size.z).max(0.5 * size.y));
+        let footprint = size.x.max(size.z);
+        let spacing = if footprint > 2.0 * SPACING {
+            1.2 * footprint
+        } else {
+            SPACING
+        };
         if spacing > SPACING {
             for &e in &entities {
                 let t = store
