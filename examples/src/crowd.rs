@@ -201,6 +201,7 @@ impl CrowdSummary {
                 "gpu_median_ms": g.gpu_median.map(|d| d.as_secs_f64() * 1e3),
                 "gpu_timer": if g.gpu_median.is_some() { "timestamp queries" } else { "none: the device has no timestamp queries" },
                 "gpu_frames": g.gpu_frames,
+                "gpu_time_covers": if g.lod { "the CPU tier's pass (the baked tier's is not timed)" } else { "the crowd's draw" },
             })),
             "cpu_only_reason": self.cpu_only_reason,
             "nodes": self.nodes.iter().map(|n| serde_json::json!({"name": n.name, "median_ms": n.median.as_secs_f64() * 1e3})).collect::<Vec<_>>(),
@@ -523,18 +524,21 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         .collect();
     let mut animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
     let footstep = bone_hash(FOOTSTEP);
-    // The per-frame GPU path; `--lod` draws its two tiers only for `--png` (the baked tier's
-    // renderer is not run per frame), so its frames stay on the CPU.
-    let (mut gpu, mut cpu_only_reason) = match (opts.gpu, opts.lod) {
-        (GpuUse::Off, _) => (None, Some("--cpu-only".to_string())),
-        (GpuUse::Required, Some(_)) => {
-            return Err("--gpu and --lod cannot be combined (--lod draws only with --png)".into());
+    // The per-frame GPU path. `--lod` draws its baked tier into the graphics pipeline's
+    // colour and depth targets, so it takes the graphics pipeline.
+    let raster = match (opts.lod, opts.raster) {
+        (Some(_), Some(sinew_gpu::crowd_frames::Rasteriser::Compute)) => {
+            return Err(
+                "--lod draws its baked tier over the graphics pipeline: not with --raster compute"
+                    .into(),
+            );
         }
-        (GpuUse::Auto, Some(_)) => (
-            None,
-            Some("--lod draws its two tiers only with --png".to_string()),
-        ),
-        (use_gpu, None) => match crowd_gpu::open(use_gpu, opts.raster, &model.mesh, &mut store)? {
+        (Some(_), _) => Some(sinew_gpu::crowd_frames::Rasteriser::Graphics),
+        (None, r) => r,
+    };
+    let (mut gpu, mut cpu_only_reason) = match opts.gpu {
+        GpuUse::Off => (None, Some("--cpu-only".to_string())),
+        use_gpu => match crowd_gpu::open(use_gpu, raster, &model.mesh, &mut store)? {
             Ok(g) => (Some(g), None),
             Err(reason) => (None, Some(reason)),
         },
@@ -587,38 +591,44 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             None => Duration::ZERO,
         };
         let t0 = Instant::now();
-        let pipeline = match gpu.as_mut() {
+        // (the frame's CPU time, the pipeline's part of it, the LOD bookkeeping after it)
+        let (frame_time, pipeline, lod_after) = match gpu.as_mut() {
             Some(g) => {
-                let (t, sum) = g
+                let f = g
                     .frame(
                         &mut store,
                         &mut animator,
                         opts.dt,
                         frame == opts.frames,
                         frame > 0,
+                        lod.as_mut().map(|l| (l, frame)),
                     )
                     .map_err(|e| format!("frame {frame}: {e}"))?;
-                if let Some(sum) = sum {
+                if let Some(sum) = f.checksum {
                     gpu_checksum = Some(sum);
                 }
-                t
+                (f.time, f.pipeline, f.lod_after)
             }
             None => {
                 animator
                     .run_frame_into(&mut store, opts.dt, &mut palette)
                     .map_err(|e| format!("frame {frame}: {e}"))?;
-                t0.elapsed()
+                (t0.elapsed(), t0.elapsed(), None)
             }
         };
         let elapsed = match lod.as_mut() {
             Some(l) => {
-                let after = l.after(&mut store, Some(&palette), frame)?;
+                // The GPU path ran the LOD bookkeeping after the pipeline, on the mapped palettes.
+                let after = match lod_after {
+                    Some(after) => after,
+                    None => l.after(&mut store, Some(&palette), frame)?,
+                };
                 if frame > 0 {
                     l.record(pipeline, bookkeeping_before + after);
                 }
-                pipeline + bookkeeping_before + after
+                frame_time + bookkeeping_before + after
             }
-            None => pipeline,
+            None => frame_time,
         };
         if frame == 0 {
             node_names = animator.timings().iter().map(|t| t.name.clone()).collect();
@@ -958,6 +968,7 @@ pub fn format_summary(s: &CrowdSummary) -> String {
                 g.size.1
             );
             let gpu = match g.gpu_median {
+                Some(t) if g.lod => format!("GPU {:.3} ms for the CPU tier's pass", ms(t)),
                 Some(t) => format!("GPU {:.3} ms", ms(t)),
                 None => "GPU time not measured (no timestamp queries)".into(),
             };

@@ -416,3 +416,43 @@ fn gpu_frames_write_the_cpu_paths_palettes_and_split_the_frame() {
         assert!(reason.contains("CPU rasteriser"), "{reason}");
     }
 }
+
+/// `--lod` on the GPU path: the near tier's palettes go through the ring and the baked tier is
+/// drawn after it every frame; tiers, switches, the switch-frame pose check and the last
+/// palettes are those of the CPU path. Skips (with a message) where no GPU adapter exists.
+#[test]
+fn lod_on_the_gpu_path_switches_as_on_the_cpu() {
+    use sinew_examples::crowd_gpu::GpuUse;
+    if sinew_gpu::context::GpuContext::new().is_err() {
+        eprintln!("skipped: no GPU adapter (install mesa-vulkan-drivers for lavapipe)");
+        return;
+    }
+    // 0.1 s frames: the camera flies 3 m in the run, so characters switch both ways.
+    let lod = |gpu| CrowdOptions {
+        lod: Some(9.0),
+        lod_check: true,
+        dt: 0.1,
+        gpu,
+        ..opts(36, 10)
+    };
+    let cpu = run_crowd(&lod(GpuUse::Off)).unwrap();
+    let gpu = run_crowd(&lod(GpuUse::Required)).unwrap();
+    let (c, g) = (cpu.lod.as_ref().unwrap(), gpu.lod.as_ref().unwrap());
+    assert!(
+        c.switches > 0 && c.cpu_last > 0 && c.baked_last > 0,
+        "{c:?}"
+    );
+    assert_eq!(
+        (g.cpu_last, g.baked_last, g.switches),
+        (c.cpu_last, c.baked_last, c.switches)
+    );
+    assert_eq!(g.max_pose_error, c.max_pose_error);
+    assert!(g.max_pose_error.unwrap() < 1e-5);
+    assert_eq!(
+        gpu.palette_checksum.to_bits(),
+        cpu.palette_checksum.to_bits()
+    );
+    let s = gpu.gpu.as_ref().unwrap();
+    assert_eq!(s.rasteriser, sinew_gpu::crowd_frames::Rasteriser::Graphics);
+    assert!(s.lod);
+}
