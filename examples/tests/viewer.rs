@@ -205,3 +205,43 @@ fn scripted_viewer_screenshot_shows_the_crowd_where_the_camera_puts_it() {
     assert!(near >= 30 && far == 0, "{near} near, {far} far");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Bad input, no display among it: one line on stderr, exit status 1, no panic. Runs without a
+/// display (the display variables removed), so the last case reaches winit's event loop.
+#[test]
+fn bad_input_is_one_line_and_a_clean_exit() {
+    let dir = std::env::temp_dir().join(format!("sinew-viewer-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("bad.txt");
+    std::fs::write(&script, "0 camera 0 0 0 1 1 1\n7 camera 1 2 3\n").unwrap();
+    let script = script.to_str().unwrap().to_string();
+    let bin = viewer_binary();
+    for (args, needle) in [
+        (vec!["--count", "0"], "--count must be at least 1"),
+        (vec!["--gltf", "/nonexistent/x.glb"], "/nonexistent/x.glb"),
+        (
+            vec!["--script", &script],
+            "line 2: camera takes six numbers",
+        ),
+        (
+            vec!["--lod-distance=-1"],
+            "--lod-distance must be a positive",
+        ),
+        (vec!["--count", "4"], "no display"),
+    ] {
+        let out = Command::new(&bin)
+            .args(&args)
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .env_remove("WAYLAND_SOCKET")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("viewer: ")).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert!(lines[0].contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
