@@ -76,8 +76,8 @@ pub struct FrameSplit {
     /// Blocked until the ring's next buffer was free (the GPU more than the ring's depth
     /// behind), plus the unmap (or staging copy) after the pipeline.
     pub ring_wait: Duration,
-    /// Gathering and uploading the instance table and recording the draw
-    /// ([`CrowdFrames::encode`]); the caller adds its submission time.
+    /// Gathering the instance table after the pipeline (in [`CrowdFrames::write`]); the
+    /// caller adds the time [`CrowdFrames::encode`] returns and its own submission.
     pub encode: Duration,
 }
 
