@@ -337,11 +337,17 @@ fn layered_block(
                     let w = weights(a, layer_weight);
                     let active = w.simd_gt(f32x8::ZERO);
                     if active.any() {
-                        let own = spans.get(span_base..).unwrap_or(&[]);
-                        let sample = sample_animation_block(a, e.rig, own, b, bone_count);
-                        let reference = a.clip.additive_block(b).unwrap_or(rest);
                         let base = pose.unwrap_or_else(|| acc.finish(rest));
-                        pose = Some(soa::additive_apply(&base, &sample, reference, w));
+                        // Where the clip has no track and its reference is the rest pose, its
+                        // delta is the identity: the pose below is completed, nothing added.
+                        pose = Some(if a.clip.additive_changes(b) {
+                            let own = spans.get(span_base..).unwrap_or(&[]);
+                            let sample = sample_animation_block(a, e.rig, own, b, bone_count);
+                            let reference = a.clip.additive_block(b).unwrap_or(rest);
+                            soa::additive_apply(&base, &sample, reference, w)
+                        } else {
+                            base
+                        });
                         touched |= active;
                     }
                     span_base += a.clip.timelines().len();

@@ -106,12 +106,21 @@ fn layered_soa_path_equals_the_per_bone_reference_on_the_builtin_character() {
                     // A masked override on the base layer: the rest pose fills the rest.
                     v[0].mask = Some(half_arm.clone());
                 }
+                if i % 4 == 3 {
+                    // An override over the additive layer, on a base layer that leaves
+                    // weight missing: the additive layer completes the pose below first,
+                    // also in blocks where its clip adds nothing.
+                    v[2].layer = 3;
+                    v[0].mask = Some(half_arm.clone());
+                    v[1].mask = Some(half_arm.clone());
+                    v.sort_by_key(|a| a.layer);
+                }
                 v
             })
             .collect();
         for lw in [[1.0; MAX_LAYERS], {
             let mut w = [1.0; MAX_LAYERS];
-            (w[0], w[1], w[2]) = (0.8, 0.5, 0.3);
+            (w[0], w[1], w[2], w[3]) = (0.8, 0.5, 0.3, 0.7);
             w
         }] {
             checked += check_against_per_bone(&c.rig, &sets, lw);

@@ -473,6 +473,9 @@ pub struct Clip {
     additive_reference: Option<Vec<Transform>>,
     /// The additive reference in `LANES`-bone blocks (empty without one).
     additive_blocks: Vec<SoaTransform>,
+    /// Per block, whether the clip changes a pose it is added to there: some lane has a track,
+    /// or a reference that differs from the rest pose (elsewhere the delta is the identity).
+    additive_changes: Vec<bool>,
     rest_pose: Vec<Transform>,
     grid: Option<KeyGrid>,
     content_hash: ContentHash,
@@ -752,6 +755,7 @@ impl RawClip {
             root_motion: self.root_motion,
             additive_reference: None,
             additive_blocks: Vec::new(),
+            additive_changes: Vec::new(),
             rest_pose: rig.rest_pose().to_vec(),
             grid: None,
             content_hash: ContentHash(0),
@@ -776,6 +780,19 @@ impl RawClip {
                 .collect();
             clip.additive_reference = Some(poses);
         }
+        let reference = clip
+            .additive_reference
+            .as_deref()
+            .unwrap_or(&clip.rest_pose);
+        let changes = clip
+            .bone_channels
+            .chunks(LANES)
+            .zip(reference.chunks(LANES).zip(clip.rest_pose.chunks(LANES)))
+            .map(|(channels, (reference, rest))| {
+                channels.iter().flatten().any(Option::is_some) || reference != rest
+            })
+            .collect();
+        clip.additive_changes = changes;
         clip.content_hash = hasher.finish();
         Ok(clip)
     }
@@ -974,6 +991,14 @@ impl Clip {
     #[inline(always)]
     pub(crate) fn additive_block(&self, b: usize) -> Option<&SoaTransform> {
         self.additive_blocks.get(b)
+    }
+
+    /// Whether, added to a pose, the clip can change block `b`: some bone of the block has a
+    /// track, or a reference other than its rest pose (the reference is the rest pose when the
+    /// clip has none).
+    #[inline(always)]
+    pub(crate) fn additive_changes(&self, b: usize) -> bool {
+        self.additive_changes.get(b).copied().unwrap_or(true)
     }
     /// The rig's rest pose (bones the clip does not animate keep it).
     pub fn rest_pose(&self) -> &[Transform] {
