@@ -470,6 +470,9 @@ pub struct Clip {
     curves: Vec<CurveChannel>,
     events: Vec<ClipEvent>,
     root_motion: bool,
+    /// With root motion: the rig's root bone and its poses at time 0 and at the clip's end,
+    /// which job 6 reads every frame.
+    root_ends: Option<(usize, Transform, Transform)>,
     additive_reference: Option<Vec<Transform>>,
     /// The additive reference in `LANES`-bone blocks (empty without one).
     additive_blocks: Vec<SoaTransform>,
@@ -753,6 +756,7 @@ impl RawClip {
             curves,
             events,
             root_motion: self.root_motion,
+            root_ends: None,
             additive_reference: None,
             additive_blocks: Vec::new(),
             additive_changes: Vec::new(),
@@ -793,6 +797,9 @@ impl RawClip {
             })
             .collect();
         clip.additive_changes = changes;
+        if clip.root_motion {
+            clip.root_ends = Some(clip.sample_root_ends(rig.root().get()));
+        }
         clip.content_hash = hasher.finish();
         Ok(clip)
     }
@@ -982,6 +989,26 @@ impl Clip {
     pub fn root_motion(&self) -> bool {
         self.root_motion
     }
+
+    /// `root` with its poses at time 0 and at the end, under the clip's rotation rule.
+    fn sample_root_ends(&self, root: usize) -> (usize, Transform, Transform) {
+        let bone = BoneIndex(root as u32);
+        let ends = (
+            self.sample_bone(bone, 0.0),
+            self.sample_bone(bone, self.duration),
+        );
+        (root, ends.0, ends.1)
+    }
+
+    /// The root's poses at time 0 and at the end (`None` without root motion, or for another
+    /// bone than the rig's root).
+    #[inline]
+    pub(crate) fn root_ends(&self, root: usize) -> Option<(&Transform, &Transform)> {
+        match &self.root_ends {
+            Some((r, start, end)) if *r == root => Some((start, end)),
+            _ => None,
+        }
+    }
     /// Per-bone reference pose for additive playback, when the clip has one.
     pub fn additive_reference(&self) -> Option<&[Transform]> {
         self.additive_reference.as_deref()
@@ -1029,6 +1056,9 @@ impl Clip {
             c.linear_rotation = mode;
             if let Some(grid) = &mut c.grid {
                 grid.slerp_rotations = mode == LinearRotation::Slerp;
+            }
+            if let Some((root, ..)) = c.root_ends {
+                c.root_ends = Some(c.sample_root_ends(root));
             }
             let mut h = ContentHasher::new();
             h.u64(self.content_hash.0 as u64)
@@ -1279,6 +1309,52 @@ mod tests {
         assert_eq!(clip.sample_bone(BoneIndex(0), 1.0), Transform::IDENTITY);
         // Hermite at s = 0.5, dt = 2: 0*0.5 + 1*0.125*2 + 4*0.5 + (-1)*(-0.125)*2 = 2.5
         assert!((clip.sample_curve(0, 1.0).unwrap() - 2.5).abs() < 1e-6);
+    }
+
+    /// The root's end poses kept for job 6 are its samples at 0 and at the duration, under
+    /// each rotation rule (an explicit duration between keys makes the rule matter).
+    #[test]
+    fn root_ends_are_the_roots_samples_at_both_ends() {
+        let rig = rig();
+        let turn = |a: f32| Quat::from_rotation_y(a);
+        let raw = RawClip {
+            name: "walk".into(),
+            duration: Some(1.6),
+            root_motion: true,
+            bones: vec![RawBoneTracks {
+                bone: "root".into(),
+                translation: Some(RawTrack::linear(
+                    vec![0.0, 1.0, 2.0],
+                    vec![Vec3::ZERO, Vec3::X, Vec3::X * 3.0],
+                )),
+                rotation: Some(RawTrack::linear(
+                    vec![0.0, 1.0, 2.0],
+                    vec![turn(0.0), turn(1.0), turn(2.5)],
+                )),
+                scale: None,
+            }],
+            ..Default::default()
+        };
+        let clip = raw.bake(&rig).unwrap();
+        for c in [
+            clip.clone(),
+            clip.with_linear_rotation(LinearRotation::Nlerp),
+        ] {
+            let (start, end) = c.root_ends(0).unwrap();
+            assert_eq!(*start, c.sample_bone(BoneIndex(0), 0.0));
+            assert_eq!(*end, c.sample_bone(BoneIndex(0), 1.6));
+            assert!(c.root_ends(1).is_none());
+        }
+        let slerped = clip.root_ends(0).unwrap().1.rotation;
+        let nlerped = clip.with_linear_rotation(LinearRotation::Nlerp);
+        assert_ne!(slerped, nlerped.root_ends(0).unwrap().1.rotation);
+        let still = RawClip {
+            root_motion: false,
+            ..raw
+        }
+        .bake(&rig)
+        .unwrap();
+        assert!(still.root_ends(0).is_none());
     }
 
     #[test]
