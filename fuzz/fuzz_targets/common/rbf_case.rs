@@ -94,7 +94,7 @@ pub fn case(data: &[u8]) -> Case {
         _ => f64::from(f32::from_bits(b.u32())),
     };
     let threshold = match b.u8() % 8 {
-        0 | 1 | 2 => 0.0,
+        0..=2 => 0.0,
         3 => 1e-3,
         4 => 0.5,
         5 => 2.0,
@@ -118,6 +118,12 @@ pub fn case(data: &[u8]) -> Case {
         top_k,
         renormalize: flags & 1 != 0,
         dense_budget_bytes,
+        // Mostly unchecked, so that cages and meshes of unrelated sizes still reach the solve.
+        max_size_ratio: if flags & 4 != 0 {
+            sinew_jobs::deform::DEFAULT_MAX_SIZE_RATIO
+        } else {
+            f32::INFINITY
+        },
     };
     let n_ctrl = usize::from(b.u8()) % (MAX_CTRL + 1);
     let n_high = usize::from(b.u8()) % (MAX_HIGH + 1);
