@@ -1221,6 +1221,26 @@ fn results_beyond_f32_are_errors_not_infinities() {
         out.iter()
             .all(|o| ((o.x - 1e30) / 1e30).abs() < 1e-5 && o.is_finite())
     );
+    // The bound is tight enough for positions near f32's limit: a vertex at 3e38 driven by
+    // normalized weights (rows of |w| summing to 1) deforms at rest and with the cage moved by
+    // 1e37, and only a move to beyond f32::MAX (3.4e38) is refused.
+    let mut edge = high.clone();
+    edge[3] = Vec3::new(3e38, 0.0, 0.0);
+    let normalized = BakeOptions {
+        max_size_ratio: f32::INFINITY,
+        ..BakeOptions::normalized(1.0)
+    };
+    let mut d = RbfDeformer::new(Arc::new(bake(&low, &edge, &normalized).unwrap()));
+    d.deform(&low, &mut out).unwrap();
+    assert_eq!(out, edge);
+    let nudge: Vec<Vec3> = low.iter().map(|p| *p + Vec3::new(1e37, 0.0, 0.0)).collect();
+    d.deform(&nudge, &mut out).unwrap();
+    assert!((out[3].x - 3.1e38).abs() < 1e33, "{}", out[3]);
+    let push: Vec<Vec3> = low.iter().map(|p| *p + Vec3::new(1e38, 0.0, 0.0)).collect();
+    assert!(matches!(
+        d.deform(&push, &mut out),
+        Err(DeformError::Overflow { .. })
+    ));
     // A vertex 3e38 from a unit cage (the unit check off) has weights beyond f32.
     let mut remote = high.clone();
     remote[9] = Vec3::new(3e38, 0.0, 0.0);

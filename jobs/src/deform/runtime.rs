@@ -201,11 +201,13 @@ impl RbfDeformer {
             max_delta = max_delta.max(v.abs().max_element());
             *d = [v.x, v.y, v.z, 0.0];
         }
-        // |out| <= |rest| + Σ_j |w_ij| |Δ_j| (f32 rounding adds far less than the factor 2):
-        // a table's deformation is refused before it writes rather than overflowing to ∞.
+        // |out_i| <= |rest_i| + Σ_j |w_ij| |Δ_j|: the f32 sum of a row of at most n_ctrl
+        // products stays within n_ctrl·ε of that, and a sum within f32::MAX does not round to
+        // infinity. So a table's deformation that would overflow is refused before it writes.
         let gain = binding.report().max_gain;
-        let bound = f64::from(binding.high_rest_extent()) + gain * f64::from(max_delta);
-        if binding.weights().is_some() && (bound.is_nan() || bound > f64::from(f32::MAX) / 2.0) {
+        let slack = 1.0 + n_ctrl as f64 * f64::from(f32::EPSILON);
+        let bound = f64::from(binding.high_rest_extent()) + gain * f64::from(max_delta) * slack;
+        if binding.weights().is_some() && (bound.is_nan() || bound > f64::from(f32::MAX)) {
             return Err(DeformError::Overflow {
                 reason: format!(
                     "controls moved by up to {max_delta:e} with weights summing to up to \
