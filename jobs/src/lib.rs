@@ -85,6 +85,7 @@ pub mod asset;
 #[cfg(feature = "baked")]
 pub mod bake_texture;
 pub mod component;
+pub mod controller;
 #[cfg(feature = "rbf")]
 pub mod deform;
 pub mod error;
