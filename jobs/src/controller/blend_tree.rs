@@ -303,12 +303,18 @@ pub fn weights_directional(points: &[Vec2], p: Vec2, out: &mut [f32]) {
     finish_bands(points, p, out);
 }
 
-/// The signed angle from `a` to `b` in `(−π, π]`; 0 when either is the origin.
+/// The signed angle from `a` to `b` in `(−π, π]` (opposite directions give `+π`, whatever
+/// the sign of the zero cross product); 0 when either is the origin.
 pub fn signed_angle(a: Vec2, b: Vec2) -> f32 {
     if a == Vec2::ZERO || b == Vec2::ZERO {
         return 0.0;
     }
-    a.perp_dot(b).atan2(a.dot(b))
+    let angle = a.perp_dot(b).atan2(a.dot(b));
+    if angle <= -std::f32::consts::PI {
+        std::f32::consts::PI
+    } else {
+        angle
+    }
 }
 
 /// `hᵢ = max(0, min_j (1 − u·v / v·v))` with `(u, v) = vectors(i, j)`, unnormalised.

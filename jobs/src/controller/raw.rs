@@ -15,9 +15,11 @@ use std::sync::Arc;
 #[cfg(feature = "json")]
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "json")]
 fn one() -> f32 {
     1.0
 }
+#[cfg(feature = "json")]
 fn yes() -> bool {
     true
 }
@@ -1162,7 +1164,7 @@ fn bake_layer(
         });
         let start = transitions.len();
         for t in &s.transitions {
-            transitions.push(bake_transition(b, rl, t, Some(i as StateId), &state_id)?);
+            transitions.push(needs_a_trigger(b, bake_transition(b, rl, t, Some(i as StateId), &state_id)?)?);
         }
         states.push(State {
             name: s.name.clone(),
@@ -1182,7 +1184,7 @@ fn bake_layer(
     }
     let any_start = transitions.len();
     for t in &rl.any_state_transitions {
-        transitions.push(bake_transition(b, rl, t, None, &state_id)?);
+        transitions.push(needs_a_trigger(b, bake_transition(b, rl, t, None, &state_id)?)?);
     }
     let entry_start = transitions.len();
     for t in &rl.entry_transitions {
@@ -1222,6 +1224,18 @@ fn bake_layer(
     };
     check_zero_duration_cycles(b.name, &layer)?;
     Ok(layer)
+}
+
+/// A state or any-state transition with neither conditions nor exit time would start every
+/// frame; refused (entry transitions may be unconditional).
+fn needs_a_trigger(b: &Baker<'_>, t: Transition) -> Result<Transition, ControllerError> {
+    if t.exit_time.is_none() && t.conditions.is_empty() {
+        return Err(b.err_value(
+            format!("transition '{}'", t.name),
+            "needs a condition or an exit time",
+        ));
+    }
+    Ok(t)
 }
 
 fn bake_transition(
