@@ -811,3 +811,18 @@ fn the_pipeline_runs_the_controller_and_queues_its_events() {
     assert_eq!(a.len(), 2);
     assert!(close(weight_of(&a.as_slice().iter().map(|x| (x.clip.name().to_string(), x.weight, x.time, x.previous_time, x.layer)).collect::<Vec<_>>(), "b"), 0.25));
 }
+
+#[test]
+fn per_entity_state_is_small() {
+    let f = fixture();
+    let raw = a_to_b(RawTransition::to("B").when(RawCondition::trigger("jump")));
+    let mut s = f.state(&raw);
+    // 2 parameters, 1 layer, no event buffer yet.
+    let inline = std::mem::size_of::<ControllerState>();
+    assert_eq!(s.bytes(), inline + 2 * 4 + ControllerState::LAYER_BYTES);
+    eprintln!("ControllerState: {inline} B inline, {} B per layer", ControllerState::LAYER_BYTES);
+    assert!(inline <= 80 && ControllerState::LAYER_BYTES <= 112);
+    let (mut a, mut lw) = (Animations::default(), LayerWeights::default());
+    step(&mut s, &mut a, &mut lw);
+    assert!(s.bytes() > inline + 8 + ControllerState::LAYER_BYTES, "the event buffer grew");
+}

@@ -1,10 +1,14 @@
 //! Registers the nine jobs as graph nodes, with the frame buffers they share.
 //!
 //! ```text
-//!  [advance clocks] ─► 1 bone offsets ─► 2 prefix sum ─► 3 per-bone info ─► 4 sample + blend ─┬► 5 user curves
-//!                                                                                             └► 6 root motion ─► 7 propagate ─► 9 skinning
-//!                                                              8 remap cache (beside 1–7) ──────────────────────────────────────┘
+//!  [advance clocks] ─► controller ─► 1 bone offsets ─► 2 prefix sum ─► 3 per-bone info ─► 4 sample + blend ─┬► 5 user curves ─► controller events
+//!                                                                                                           └► 6 root motion ─► 7 propagate ─► 9 skinning
+//!                                                                            8 remap cache (beside 1–7) ──────────────────────────────────────┘
 //! ```
+//!
+//! The controller node advances every entity's
+//! [`ControllerState`](crate::controller::ControllerState) and rewrites its animation list; it
+//! costs nothing for entities without one.
 //!
 //! The graph is data: [`register`] returns the node ids, so a user can add a node (IK, a
 //! constraint) with edges `propagate → it → skinning` without editing the library.
