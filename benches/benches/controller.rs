@@ -27,25 +27,26 @@ fn bench(cr: &mut Criterion) {
     let rigs = vec![RigRef(c.rig.clone()); N];
     let entities = vec![Entity::DANGLING; N];
     let mut frame = 0u64;
-    let mut step = |states: &mut [ControllerState], animations: &mut [Animations], lw: &mut [LayerWeights]| {
-        frame += 1;
-        if frame.is_multiple_of(60) {
-            for s in states.iter_mut().step_by(4) {
-                s.set_trigger("wave").expect("trigger");
+    let mut step =
+        |states: &mut [ControllerState], animations: &mut [Animations], lw: &mut [LayerWeights]| {
+            frame += 1;
+            if frame.is_multiple_of(60) {
+                for s in states.iter_mut().step_by(4) {
+                    s.set_trigger("wave").expect("trigger");
+                }
             }
-        }
-        let mut job = ControllerJob {
-            entities: &entities,
-            rigs: &rigs,
-            states,
-            animations,
-            layer_weights: lw,
-            curves: None,
-            dt: DT,
+            let mut job = ControllerJob {
+                entities: &entities,
+                rigs: &rigs,
+                states,
+                animations,
+                layer_weights: lw,
+                curves: None,
+                dt: DT,
+            };
+            job.validate().expect("valid");
+            job.run();
         };
-        job.validate().expect("valid");
-        job.run();
-    };
     for _ in 0..120 {
         step(&mut states, &mut animations, &mut layer_weights);
     }
@@ -91,20 +92,27 @@ fn bench(cr: &mut Criterion) {
             .iter()
             .position(|t| t.name == "controller")
             .expect("controller node");
-        group.bench_with_input(BenchmarkId::new("node", format!("{N}/{threads}_threads")), &threads, |b, _| {
-            b.iter_custom(|iters| {
-                pool.install(|| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        animator
-                            .run_frame_into(&mut store, DT, &mut palette)
-                            .expect("frame");
-                        total += animator.timings().get(k).map_or(Duration::ZERO, |t| t.duration);
-                    }
-                    total
+        group.bench_with_input(
+            BenchmarkId::new("node", format!("{N}/{threads}_threads")),
+            &threads,
+            |b, _| {
+                b.iter_custom(|iters| {
+                    pool.install(|| {
+                        let mut total = Duration::ZERO;
+                        for _ in 0..iters {
+                            animator
+                                .run_frame_into(&mut store, DT, &mut palette)
+                                .expect("frame");
+                            total += animator
+                                .timings()
+                                .get(k)
+                                .map_or(Duration::ZERO, |t| t.duration);
+                        }
+                        total
+                    })
                 })
-            })
-        });
+            },
+        );
     }
     group.finish();
 }

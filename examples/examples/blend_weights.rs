@@ -38,7 +38,9 @@ fn main() -> ExitCode {
 }
 
 fn number(v: &Value, what: &str) -> Result<f32, String> {
-    let x = v.as_f64().ok_or_else(|| format!("{what}: expected a number, got {v}"))?;
+    let x = v
+        .as_f64()
+        .ok_or_else(|| format!("{what}: expected a number, got {v}"))?;
     let f = x as f32;
     if !f.is_finite() {
         return Err(format!("{what}: {x} is not a finite f32"));

@@ -16,8 +16,8 @@ use sinew_jobs::component::{
     FiredEvents, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors, SkinRef,
 };
 use sinew_jobs::controller::{
-    Controller, ControllerAssets, ControllerEventKind, ControllerState, RawBlendTree,
-    RawCondition, RawController, RawLayer, RawMotion, RawState, RawTransition,
+    Controller, ControllerAssets, ControllerEventKind, ControllerState, RawBlendTree, RawCondition,
+    RawController, RawLayer, RawMotion, RawState, RawTransition,
 };
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
@@ -417,8 +417,14 @@ fn model_controller(model: &Model) -> Result<Option<Arc<Controller>>, String> {
 /// # Errors
 /// The bake's error as a message (not expected for the built-in character).
 pub fn crowd_controller(c: &BakedCharacter) -> Result<Arc<Controller>, String> {
-    let (idle, walk, run, wave, breathe, mask) =
-        (&c.idle, &c.walk, &c.run, &c.wave, &c.breathe, &c.upper_body_mask);
+    let (idle, walk, run, wave, breathe, mask) = (
+        &c.idle,
+        &c.walk,
+        &c.run,
+        &c.wave,
+        &c.breathe,
+        &c.upper_body_mask,
+    );
     let locomotion = RawBlendTree::one_d("speed")
         .child(RawMotion::clip(idle.name()), 0.0)
         .child(RawMotion::clip(walk.name()), WALK_SPEED)
@@ -439,21 +445,21 @@ pub fn crowd_controller(c: &BakedCharacter) -> Result<Arc<Controller>, String> {
         .layer(
             RawLayer::new("upper body")
                 .mask(mask.name())
-                .state(RawState::empty("none").transition(
-                    RawTransition::to("wave")
-                        .duration(0.25)
-                        .when(RawCondition::trigger("wave")),
-                ))
+                .state(
+                    RawState::empty("none").transition(
+                        RawTransition::to("wave")
+                            .duration(0.25)
+                            .when(RawCondition::trigger("wave")),
+                    ),
+                )
                 .state(
                     RawState::clip("wave", wave.name())
                         .transition(RawTransition::to("none").exit_time(0.9).duration(0.2)),
                 ),
         )
-        .layer(
-            RawLayer::new("breathing").additive().state(
-                RawState::clip("breathe", breathe.name()).cycle_offset_parameter("breath_phase"),
-            ),
-        );
+        .layer(RawLayer::new("breathing").additive().state(
+            RawState::clip("breathe", breathe.name()).cycle_offset_parameter("breath_phase"),
+        ));
     let assets = ControllerAssets::new()
         .clip(idle.clone())
         .clip(walk.clone())
@@ -480,7 +486,8 @@ pub fn controller_state_for(
     let mut s = ControllerState::new(controller.clone(), rig).map_err(e)?;
     let speed = 1.0 + 3.0 * hash01(i, 1);
     s.set_float("speed", speed.min(RUN_SPEED)).map_err(e)?;
-    s.set_float("pace", (speed / RUN_SPEED).max(1.0)).map_err(e)?;
+    s.set_float("pace", (speed / RUN_SPEED).max(1.0))
+        .map_err(e)?;
     s.set_float("phase", hash01(i, 2)).map_err(e)?;
     s.set_float("breath_phase", hash01(i, 3)).map_err(e)?;
     Ok(s)

@@ -19,12 +19,22 @@ fn binary() -> PathBuf {
                 other => other,
             };
             let status = Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "sinew-examples", "--example", "blend_weights"])
+                .args([
+                    "build",
+                    "-q",
+                    "-p",
+                    "sinew-examples",
+                    "--example",
+                    "blend_weights",
+                ])
                 .args(["--profile", profile])
                 .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
                 .status()
                 .unwrap();
-            assert!(status.success(), "cargo build --example blend_weights failed");
+            assert!(
+                status.success(),
+                "cargo build --example blend_weights failed"
+            );
             profile_dir
                 .join("examples")
                 .join(format!("blend_weights{}", std::env::consts::EXE_SUFFIX))
@@ -38,7 +48,12 @@ fn ask(request: &str) -> (bool, Value) {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(request.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 1, "one line: {text}");
@@ -50,7 +65,13 @@ fn rows(v: &Value) -> Vec<Vec<f64>> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect())
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        })
         .collect()
 }
 
@@ -89,13 +110,31 @@ fn the_issue_requests_get_hand_computed_answers() {
 #[test]
 fn invalid_layouts_answer_an_error_and_fail() {
     for (request, needle) in [
-        (r#"{"kind": "1d", "points": [0.0, 1.0, 1.0], "queries": [0.5]}"#, "share the threshold 1"),
-        (r#"{"kind": "cartesian", "points": [[0,1],[0,1]], "queries": [[0,0]]}"#, "share a position"),
-        (r#"{"kind": "directional", "points": [], "queries": [[0,0]]}"#, "no children"),
-        (r#"{"kind": "1d", "points": [], "queries": [0.5]}"#, "no children"),
-        (r#"{"kind": "spline", "points": [1], "queries": [1]}"#, "unknown kind 'spline'"),
+        (
+            r#"{"kind": "1d", "points": [0.0, 1.0, 1.0], "queries": [0.5]}"#,
+            "share the threshold 1",
+        ),
+        (
+            r#"{"kind": "cartesian", "points": [[0,1],[0,1]], "queries": [[0,0]]}"#,
+            "share a position",
+        ),
+        (
+            r#"{"kind": "directional", "points": [], "queries": [[0,0]]}"#,
+            "no children",
+        ),
+        (
+            r#"{"kind": "1d", "points": [], "queries": [0.5]}"#,
+            "no children",
+        ),
+        (
+            r#"{"kind": "spline", "points": [1], "queries": [1]}"#,
+            "unknown kind 'spline'",
+        ),
         (r#"{"kind": "1d", "points": [0, 1]"#, "request:"),
-        (r#"{"kind": "cartesian", "points": [[0,1],[1]], "queries": []}"#, "points[1]"),
+        (
+            r#"{"kind": "cartesian", "points": [[0,1],[1]], "queries": []}"#,
+            "points[1]",
+        ),
     ] {
         let (ok, v) = ask(request);
         assert!(!ok, "{request}");

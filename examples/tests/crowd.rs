@@ -31,7 +31,11 @@ fn summary_reports_every_job_events_and_root_motion() {
     // Every fourth character (10 of 40) is triggered once per 240 frames at its own phase, so
     // over 120 frames each starts at most one wave and at most one way out of it (a wave
     // leaves at 0.9 of its 2 s): between 1 and 20 transitions, with phases spread evenly.
-    assert!((1..=20).contains(&s.transitions), "{} transitions", s.transitions);
+    assert!(
+        (1..=20).contains(&s.transitions),
+        "{} transitions",
+        s.transitions
+    );
     assert!(s.controller_median > std::time::Duration::ZERO);
     // Two seconds of walking or running: every character plants each foot at least once.
     assert!(s.events_fired >= 2 * 40, "{} footsteps", s.events_fired);
@@ -381,13 +385,20 @@ fn controller_crowd_palettes_are_bit_identical_across_thread_counts() {
     let c = sinew_fixtures::builtin::bake_character(&AssetRegistry::new()).unwrap();
     let ctl = crowd_controller(&c).unwrap();
     let run = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         pool.install(|| {
             let mut store = Store::new();
             let es: Vec<_> = (0..300u64)
                 .map(|i| {
-                    let e = store.spawn(skinned(c.rig.clone(), c.mesh.clone(), vec![])).unwrap();
-                    store.insert(e, controller_state_for(&ctl, &c.rig, i).unwrap()).unwrap();
+                    let e = store
+                        .spawn(skinned(c.rig.clone(), c.mesh.clone(), vec![]))
+                        .unwrap();
+                    store
+                        .insert(e, controller_state_for(&ctl, &c.rig, i).unwrap())
+                        .unwrap();
                     store.insert(e, FiredEvents::default()).unwrap();
                     e
                 })
@@ -397,11 +408,21 @@ fn controller_crowd_palettes_are_bit_identical_across_thread_counts() {
             for frame in 0..90 {
                 if frame == 10 {
                     for &e in es.iter().step_by(3) {
-                        store.get_mut::<ControllerState>(e).unwrap().set_trigger("wave").unwrap();
+                        store
+                            .get_mut::<ControllerState>(e)
+                            .unwrap()
+                            .set_trigger("wave")
+                            .unwrap();
                     }
                 }
                 animator.run_frame(&mut store, 1.0 / 60.0).unwrap();
-                out.extend(animator.palettes(&store).iter().flatten().map(|x| x.to_bits()));
+                out.extend(
+                    animator
+                        .palettes(&store)
+                        .iter()
+                        .flatten()
+                        .map(|x| x.to_bits()),
+                );
             }
             out
         })

@@ -4,8 +4,7 @@
 
 use crate::asset::Clip;
 use crate::component::{
-    AnimationToProcess, Animations, CurveValues, EventSource, FiredEvent, FiredEvents,
-    LayerWeights,
+    AnimationToProcess, Animations, CurveValues, EventSource, FiredEvent, FiredEvents, LayerWeights,
 };
 use crate::error::{JobError, check_len};
 use sinew_runtime::store::Entity;

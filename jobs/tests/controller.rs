@@ -10,8 +10,8 @@ use sinew_jobs::asset::{
     Transform, bone_hash,
 };
 use sinew_jobs::component::{
-    AnimationToProcess, Animations, BlendMode, CurveValues, EventSource, FiredEvents,
-    LayerWeights, animated,
+    AnimationToProcess, Animations, BlendMode, CurveValues, EventSource, FiredEvents, LayerWeights,
+    animated,
 };
 use sinew_jobs::controller::blend_tree::{
     self, BlendLayoutError, DIRECTIONAL_ANGLE_SCALE, weights_1d, weights_cartesian,
@@ -94,11 +94,23 @@ impl Fixture {
 }
 
 /// One frame; returns the list as (clip, weight, time, previous time, layer).
-fn step(s: &mut ControllerState, a: &mut Animations, lw: &mut LayerWeights) -> Vec<(String, f32, f32, f32, u8)> {
+fn step(
+    s: &mut ControllerState,
+    a: &mut Animations,
+    lw: &mut LayerWeights,
+) -> Vec<(String, f32, f32, f32, u8)> {
     s.step(DT, None, a, lw);
     a.as_slice()
         .iter()
-        .map(|x| (x.clip.name().to_string(), x.weight, x.time, x.previous_time, x.layer))
+        .map(|x| {
+            (
+                x.clip.name().to_string(),
+                x.weight,
+                x.time,
+                x.previous_time,
+                x.layer,
+            )
+        })
         .collect()
 }
 
@@ -132,26 +144,39 @@ fn one_d_weights_at_and_between_thresholds() {
     }
     // Thresholds in any order.
     weights_1d(&[4.0, 0.0, 1.5], 2.0, &mut w);
-    assert!(close(w[0], 0.2) && close(w[1], 0.0) && close(w[2], 0.8), "{w:?}");
+    assert!(
+        close(w[0], 0.2) && close(w[1], 0.0) && close(w[2], 0.8),
+        "{w:?}"
+    );
 }
 
 #[test]
 fn cartesian_gradient_bands_by_hand() {
     let mut w = [0.0; 2];
-    weights_cartesian(&[Vec2::new(0.0, 1.0), Vec2::new(1.0, 0.0)], Vec2::new(0.5, 0.5), &mut w);
+    weights_cartesian(
+        &[Vec2::new(0.0, 1.0), Vec2::new(1.0, 0.0)],
+        Vec2::new(0.5, 0.5),
+        &mut w,
+    );
     assert!(close(w[0], 0.5) && close(w[1], 0.5), "{w:?}");
     // (0,0), (1,0), (0,1) at (0.25, 0.25): h = 0.75, 0.25, 0.25 → 0.6, 0.2, 0.2.
     let pts = [Vec2::ZERO, Vec2::X, Vec2::Y];
     let mut w = [0.0; 3];
     weights_cartesian(&pts, Vec2::new(0.25, 0.25), &mut w);
-    assert!(close(w[0], 0.6) && close(w[1], 0.2) && close(w[2], 0.2), "{w:?}");
+    assert!(
+        close(w[0], 0.6) && close(w[1], 0.2) && close(w[2], 0.2),
+        "{w:?}"
+    );
     // At a sample: all its weight.
     weights_cartesian(&pts, Vec2::X, &mut w);
     assert_eq!(w, [0.0, 1.0, 0.0]);
     // On the segment from (1,0) to (0,1), a third of the way: h = 1/3, 2/3, 1/3 (the bands
     // are not the segment's barycentric weights: the origin keeps a share).
     weights_cartesian(&pts, Vec2::new(2.0 / 3.0, 1.0 / 3.0), &mut w);
-    assert!(close(w[0], 0.25) && close(w[1], 0.5) && close(w[2], 0.25), "{w:?}");
+    assert!(
+        close(w[0], 0.25) && close(w[1], 0.5) && close(w[2], 0.25),
+        "{w:?}"
+    );
 }
 
 /// Johansen's polar gradient bands, written again in f64 straight from the formula.
@@ -164,7 +189,11 @@ fn polar_reference(points: &[[f64; 2]], p: [f64; 2]) -> Vec<f64> {
         let cross = a[0] * b[1] - a[1] * b[0];
         let dot = a[0] * b[0] + a[1] * b[1];
         let t = cross.atan2(dot);
-        if t <= -std::f64::consts::PI { std::f64::consts::PI } else { t }
+        if t <= -std::f64::consts::PI {
+            std::f64::consts::PI
+        } else {
+            t
+        }
     };
     let alpha = f64::from(DIRECTIONAL_ANGLE_SCALE);
     let mut h: Vec<f64> = points
@@ -179,7 +208,8 @@ fn polar_reference(points: &[[f64; 2]], p: [f64; 2]) -> Vec<f64> {
                 let mean = 0.5 * (len(pi) + len(pj));
                 let vij = [(len(pj) - len(pi)) / mean, alpha * angle(pi, pj)];
                 let vip = [(len(p) - len(pi)) / mean, alpha * angle(pi, p)];
-                let v = 1.0 - (vip[0] * vij[0] + vip[1] * vij[1]) / (vij[0] * vij[0] + vij[1] * vij[1]);
+                let v =
+                    1.0 - (vip[0] * vij[0] + vip[1] * vij[1]) / (vij[0] * vij[0] + vij[1] * vij[1]);
                 m = m.min(v);
             }
             m.max(0.0)
@@ -193,7 +223,10 @@ fn polar_reference(points: &[[f64; 2]], p: [f64; 2]) -> Vec<f64> {
 }
 
 fn check_directional(points: &[[f64; 2]], queries: &[[f64; 2]]) {
-    let pts: Vec<Vec2> = points.iter().map(|p| Vec2::new(p[0] as f32, p[1] as f32)).collect();
+    let pts: Vec<Vec2> = points
+        .iter()
+        .map(|p| Vec2::new(p[0] as f32, p[1] as f32))
+        .collect();
     let mut w = vec![0.0; pts.len()];
     for q in queries {
         weights_directional(&pts, Vec2::new(q[0] as f32, q[1] as f32), &mut w);
@@ -201,7 +234,10 @@ fn check_directional(points: &[[f64; 2]], queries: &[[f64; 2]]) {
         let sum: f32 = w.iter().sum();
         assert!((sum - 1.0).abs() < 1e-5, "sum {sum}");
         for (a, b) in w.iter().zip(&r) {
-            assert!((f64::from(*a) - b).abs() < 1e-5, "query {q:?}: {w:?} vs {r:?}");
+            assert!(
+                (f64::from(*a) - b).abs() < 1e-5,
+                "query {q:?}: {w:?} vs {r:?}"
+            );
         }
     }
 }
@@ -210,17 +246,30 @@ fn check_directional(points: &[[f64; 2]], queries: &[[f64; 2]]) {
 fn directional_gradient_bands_four_directions() {
     // Hand case: unit directions at 45° between +x and +y share it equally.
     let four = [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]];
-    let pts: Vec<Vec2> = four.iter().map(|p| Vec2::new(p[0] as f32, p[1] as f32)).collect();
+    let pts: Vec<Vec2> = four
+        .iter()
+        .map(|p| Vec2::new(p[0] as f32, p[1] as f32))
+        .collect();
     let mut w = [0.0; 4];
     let d = std::f32::consts::FRAC_1_SQRT_2;
     weights_directional(&pts, Vec2::new(d, d), &mut w);
-    assert!(close(w[0], 0.5) && close(w[1], 0.5) && w[2] == 0.0 && w[3] == 0.0, "{w:?}");
+    assert!(
+        close(w[0], 0.5) && close(w[1], 0.5) && w[2] == 0.0 && w[3] == 0.0,
+        "{w:?}"
+    );
     weights_directional(&pts, Vec2::X, &mut w);
     assert!(close(w[0], 1.0), "{w:?}");
     // With a centre sample, and against the formula at assorted points.
     let mut five = four.to_vec();
     five.push([0.0, 0.0]);
-    let queries = [[0.5, 0.0], [0.3, 0.4], [-0.7, 0.2], [1.5, -1.0], [0.0, 0.0], [0.05, -0.9]];
+    let queries = [
+        [0.5, 0.0],
+        [0.3, 0.4],
+        [-0.7, 0.2],
+        [1.5, -1.0],
+        [0.0, 0.0],
+        [0.05, -0.9],
+    ];
     check_directional(&four, &queries[..4]);
     check_directional(&five, &queries);
 }
@@ -236,10 +285,20 @@ fn directional_gradient_bands_eight_directions_two_speeds() {
         let a = f64::from(k) * std::f64::consts::FRAC_PI_4 + 0.1;
         pts.push([a.cos() * 4.0, a.sin() * 4.0]); // run ring, slightly turned
     }
-    let queries = [[1.0, 0.2], [2.5, 2.5], [-3.0, 0.5], [0.0, -4.0], [0.2, 0.1], [5.0, 0.0]];
+    let queries = [
+        [1.0, 0.2],
+        [2.5, 2.5],
+        [-3.0, 0.5],
+        [0.0, -4.0],
+        [0.2, 0.1],
+        [5.0, 0.0],
+    ];
     check_directional(&pts, &queries);
     // At the run sample straight ahead it takes all the weight.
-    let v: Vec<Vec2> = pts.iter().map(|p| Vec2::new(p[0] as f32, p[1] as f32)).collect();
+    let v: Vec<Vec2> = pts
+        .iter()
+        .map(|p| Vec2::new(p[0] as f32, p[1] as f32))
+        .collect();
     let mut w = vec![0.0; v.len()];
     weights_directional(&v, v[9], &mut w);
     assert!(close(w[9], 1.0), "{w:?}");
@@ -251,20 +310,40 @@ fn simple_directional_triangles_by_hand() {
     let mut w = [0.0; 5];
     // (0.25, 0.25) = 0.25·x + 0.25·y, centre 0.5.
     weights_simple_directional(&pts, Vec2::new(0.25, 0.25), &mut w);
-    assert!(close(w[0], 0.5) && close(w[1], 0.25) && close(w[2], 0.25), "{w:?}");
+    assert!(
+        close(w[0], 0.5) && close(w[1], 0.25) && close(w[2], 0.25),
+        "{w:?}"
+    );
     // Beyond the edge: the two directions share it in proportion.
     weights_simple_directional(&pts, Vec2::new(1.5, 0.5), &mut w);
-    assert!(close(w[0], 0.0) && close(w[1], 0.75) && close(w[2], 0.25), "{w:?}");
+    assert!(
+        close(w[0], 0.0) && close(w[1], 0.75) && close(w[2], 0.25),
+        "{w:?}"
+    );
     weights_simple_directional(&pts, Vec2::new(-0.5, -0.5), &mut w);
-    assert!(close(w[0], 0.0) && close(w[3], 0.5) && close(w[4], 0.5), "{w:?}");
+    assert!(
+        close(w[0], 0.0) && close(w[3], 0.5) && close(w[4], 0.5),
+        "{w:?}"
+    );
     // Layout checks: a gap of 180° and duplicate directions are refused.
     assert!(matches!(
-        blend_tree::check_layout(BlendTreeKind::SimpleDirectional, &[], &[Vec2::X, Vec2::Y, -Vec2::X]),
+        blend_tree::check_layout(
+            BlendTreeKind::SimpleDirectional,
+            &[],
+            &[Vec2::X, Vec2::Y, -Vec2::X]
+        ),
         Err(BlendLayoutError::DirectionGap { .. })
     ));
     assert_eq!(
-        blend_tree::check_layout(BlendTreeKind::SimpleDirectional, &[], &[Vec2::X, Vec2::X * 2.0, Vec2::Y, -Vec2::Y, -Vec2::X]),
-        Err(BlendLayoutError::DuplicateDirection { first: 0, second: 1 })
+        blend_tree::check_layout(
+            BlendTreeKind::SimpleDirectional,
+            &[],
+            &[Vec2::X, Vec2::X * 2.0, Vec2::Y, -Vec2::Y, -Vec2::X]
+        ),
+        Err(BlendLayoutError::DuplicateDirection {
+            first: 0,
+            second: 1
+        })
     );
 }
 
@@ -317,7 +396,9 @@ fn a_to_b(t: RawTransition) -> RawController {
 #[test]
 fn exit_time_and_fixed_duration_cross_fade() {
     let f = fixture();
-    let mut s = f.state(&a_to_b(RawTransition::to("B").exit_time(0.75).duration(0.25)));
+    let mut s = f.state(&a_to_b(
+        RawTransition::to("B").exit_time(0.75).duration(0.25),
+    ));
     let (mut a, mut lw) = (Animations::default(), LayerWeights::default());
     for frame in 1..=11 {
         let l = step(&mut s, &mut a, &mut lw);
@@ -339,7 +420,10 @@ fn exit_time_and_fixed_duration_cross_fade() {
         assert!(close(ea.2, (12 + k) as f32 * DT), "A's time {l:?}");
         let eb = l.iter().find(|e| e.0 == "b").unwrap();
         // B started at 0 on frame 12 and advances dt per frame at 1 s per second (2 s clip).
-        assert!(close(eb.2, k as f32 * DT) && close(eb.3, (k - 1) as f32 * DT), "B's times {eb:?}");
+        assert!(
+            close(eb.2, k as f32 * DT) && close(eb.3, (k - 1) as f32 * DT),
+            "B's times {eb:?}"
+        );
     }
     let l = step(&mut s, &mut a, &mut lw);
     assert_eq!(l.len(), 1);
@@ -471,9 +555,17 @@ fn triggers_are_consumed_once_and_wait_until_used() {
 /// A → B (1 s fade) with the given interruption; A has A → C (index 0, trigger c) before it
 /// and A → D (index 2, trigger d) after it; B has B → C (trigger n). Returns the state that
 /// the interrupting transition leads to, given the triggers set half way.
-fn interrupt(source: InterruptionSource, ordered: bool, triggers: &[&str]) -> (Option<u16>, ControllerState) {
+fn interrupt(
+    source: InterruptionSource,
+    ordered: bool,
+    triggers: &[&str],
+) -> (Option<u16>, ControllerState) {
     let f = fixture();
-    let t = |to: &str, trig: &str| RawTransition::to(to).duration(0.5).when(RawCondition::trigger(trig));
+    let t = |to: &str, trig: &str| {
+        RawTransition::to(to)
+            .duration(0.5)
+            .when(RawCondition::trigger(trig))
+    };
     let raw = RawController::new("int")
         .trigger("go")
         .trigger("c")
@@ -503,7 +595,11 @@ fn interrupt(source: InterruptionSource, ordered: bool, triggers: &[&str]) -> (O
         s.set_trigger(tr).unwrap();
     }
     step(&mut s, &mut a, &mut lw);
-    let dest = s.playing(0).last().filter(|_| s.transition(0).is_some()).map(|p| p.state);
+    let dest = s
+        .playing(0)
+        .last()
+        .filter(|_| s.transition(0).is_some())
+        .map(|p| p.state);
     (dest, s)
 }
 
@@ -513,19 +609,40 @@ fn interruption_sources_and_order() {
     const C: u16 = 2;
     const D: u16 = 3;
     // None: nothing interrupts; the fade goes on to B.
-    assert_eq!(interrupt(InterruptionSource::None, true, &["c", "d", "n"]).0, Some(B));
+    assert_eq!(
+        interrupt(InterruptionSource::None, true, &["c", "d", "n"]).0,
+        Some(B)
+    );
     // Current, ordered: A → C (listed before) may, A → D (after) may not.
-    assert_eq!(interrupt(InterruptionSource::Current, true, &["c"]).0, Some(C));
-    assert_eq!(interrupt(InterruptionSource::Current, true, &["d"]).0, Some(B));
+    assert_eq!(
+        interrupt(InterruptionSource::Current, true, &["c"]).0,
+        Some(C)
+    );
+    assert_eq!(
+        interrupt(InterruptionSource::Current, true, &["d"]).0,
+        Some(B)
+    );
     // Current, unordered: A → D may too; B's transitions may not.
-    assert_eq!(interrupt(InterruptionSource::Current, false, &["d"]).0, Some(D));
-    assert_eq!(interrupt(InterruptionSource::Current, false, &["n"]).0, Some(B));
+    assert_eq!(
+        interrupt(InterruptionSource::Current, false, &["d"]).0,
+        Some(D)
+    );
+    assert_eq!(
+        interrupt(InterruptionSource::Current, false, &["n"]).0,
+        Some(B)
+    );
     // Next: B → C may, A's may not.
     assert_eq!(interrupt(InterruptionSource::Next, true, &["n"]).0, Some(C));
     assert_eq!(interrupt(InterruptionSource::Next, true, &["c"]).0, Some(B));
     // Both sources ready: the order decides (A → D vs B → C).
-    assert_eq!(interrupt(InterruptionSource::CurrentThenNext, false, &["d", "n"]).0, Some(D));
-    assert_eq!(interrupt(InterruptionSource::NextThenCurrent, false, &["d", "n"]).0, Some(C));
+    assert_eq!(
+        interrupt(InterruptionSource::CurrentThenNext, false, &["d", "n"]).0,
+        Some(D)
+    );
+    assert_eq!(
+        interrupt(InterruptionSource::NextThenCurrent, false, &["d", "n"]).0,
+        Some(C)
+    );
 }
 
 #[test]
@@ -622,7 +739,11 @@ fn state_events_loop_and_reverse() {
     let mut back = 0;
     for _ in 0..32 {
         step(&mut s, &mut a, &mut lw);
-        back += s.events().iter().filter(|e| matches!(e.kind, ControllerEventKind::State { .. })).count();
+        back += s
+            .events()
+            .iter()
+            .filter(|e| matches!(e.kind, ControllerEventKind::State { .. }))
+            .count();
     }
     assert_eq!(back, 2, "1.5 and 0.5 passed backwards");
 }
@@ -648,19 +769,38 @@ fn layers_masks_additive_sync_and_weights() {
                 .state(RawState::clip("A", "b"))
                 .state(RawState::clip("B", "a")),
         )
-        .layer(RawLayer::new("upper").mask("arm only").weight(0.5).state(RawState::clip("W", "c")))
-        .layer(RawLayer::new("add").additive().state(RawState::clip("Br", "d")))
-        .layer(RawLayer::new("synced").sync("base").state(RawState::clip("A", "c")));
+        .layer(
+            RawLayer::new("upper")
+                .mask("arm only")
+                .weight(0.5)
+                .state(RawState::clip("W", "c")),
+        )
+        .layer(
+            RawLayer::new("add")
+                .additive()
+                .state(RawState::clip("Br", "d")),
+        )
+        .layer(
+            RawLayer::new("synced")
+                .sync("base")
+                .state(RawState::clip("A", "c")),
+        );
     let ctl = Arc::new(raw.bake(&f.rig, &assets).unwrap());
     let mut s = ControllerState::new(ctl, &f.rig).unwrap();
     let (mut a, mut lw) = (Animations::default(), LayerWeights::default());
     s.step(DT, None, &mut a, &mut lw);
     let l = a.as_slice();
     assert_eq!(l.len(), 4);
-    assert_eq!((l[0].clip.name(), l[0].layer, l[0].blend), ("b", 0, BlendMode::Override));
+    assert_eq!(
+        (l[0].clip.name(), l[0].layer, l[0].blend),
+        ("b", 0, BlendMode::Override)
+    );
     assert_eq!((l[1].clip.name(), l[1].layer), ("c", 1));
     assert!(Arc::ptr_eq(l[1].mask.as_ref().unwrap(), &mask));
-    assert_eq!((l[2].clip.name(), l[2].layer, l[2].blend), ("d", 2, BlendMode::Additive));
+    assert_eq!(
+        (l[2].clip.name(), l[2].layer, l[2].blend),
+        ("d", 2, BlendMode::Additive)
+    );
     // The sync layer plays its own clip (c, 0.5 s) at base's normalised time (dt / 2 s).
     assert_eq!((l[3].clip.name(), l[3].layer), ("c", 3));
     assert!(close(l[3].time, DT / 2.0 * 0.5), "{}", l[3].time);
@@ -668,8 +808,14 @@ fn layers_masks_additive_sync_and_weights() {
     s.set_layer_weight(1, 0.25).unwrap();
     s.step(DT, None, &mut a, &mut lw);
     assert_eq!(lw.0[1], 0.25);
-    assert!(matches!(s.set_layer_weight(1, f32::NAN), Err(ControllerError::BadValue { .. })));
-    assert!(matches!(s.set_layer_weight(9, 0.5), Err(ControllerError::NoSuchLayer { layer: 9, .. })));
+    assert!(matches!(
+        s.set_layer_weight(1, f32::NAN),
+        Err(ControllerError::BadValue { .. })
+    ));
+    assert!(matches!(
+        s.set_layer_weight(9, 0.5),
+        Err(ControllerError::NoSuchLayer { layer: 9, .. })
+    ));
 }
 
 #[test]
@@ -695,7 +841,9 @@ fn a_curve_drives_a_parameter() {
         .unwrap(),
     );
     let mut store = Store::new();
-    let e = store.spawn(animated(rig, vec![AnimationToProcess::new(curved)])).unwrap();
+    let e = store
+        .spawn(animated(rig, vec![AnimationToProcess::new(curved)]))
+        .unwrap();
     store.insert(e, CurveValues::default()).unwrap();
     let mut animator = Animator::new(&mut store).unwrap();
     animator.run_frame(&mut store, DT).unwrap();
@@ -715,36 +863,99 @@ fn bake_err(raw: &RawController) -> ControllerError {
 
 #[test]
 fn bad_descriptions_name_the_item() {
-    let base = |s: RawState| RawController::new("bad").float("speed", 0.0).layer(RawLayer::new("base").state(s).state(RawState::clip("B", "b")));
-    let e = bake_err(&base(RawState::clip("A", "a").transition(RawTransition::to("B").when(RawCondition::greater("sped", 1.0)))));
-    assert!(matches!(&e, ControllerError::UnknownParameter { parameter, used_by, .. } if parameter == "sped" && used_by.contains("A -> B")), "{e}");
-    let e = bake_err(&base(RawState::clip("A", "a").transition(RawTransition::to("Nowhere").exit_time(0.5))));
-    assert!(matches!(&e, ControllerError::UnknownState { state, layer, .. } if state == "Nowhere" && layer == "base"), "{e}");
+    let base = |s: RawState| {
+        RawController::new("bad").float("speed", 0.0).layer(
+            RawLayer::new("base")
+                .state(s)
+                .state(RawState::clip("B", "b")),
+        )
+    };
+    let e = bake_err(&base(RawState::clip("A", "a").transition(
+        RawTransition::to("B").when(RawCondition::greater("sped", 1.0)),
+    )));
+    assert!(
+        matches!(&e, ControllerError::UnknownParameter { parameter, used_by, .. } if parameter == "sped" && used_by.contains("A -> B")),
+        "{e}"
+    );
+    let e = bake_err(&base(
+        RawState::clip("A", "a").transition(RawTransition::to("Nowhere").exit_time(0.5)),
+    ));
+    assert!(
+        matches!(&e, ControllerError::UnknownState { state, layer, .. } if state == "Nowhere" && layer == "base"),
+        "{e}"
+    );
     let e = bake_err(&base(RawState::tree("T", RawBlendTree::one_d("speed"))));
-    assert!(matches!(&e, ControllerError::BlendTree { state, reason: BlendLayoutError::NoChildren, .. } if state == "base/T"), "{e}");
-    let dup = RawBlendTree::one_d("speed").child(RawMotion::clip("a"), 1.0).child(RawMotion::clip("b"), 1.0);
+    assert!(
+        matches!(&e, ControllerError::BlendTree { state, reason: BlendLayoutError::NoChildren, .. } if state == "base/T"),
+        "{e}"
+    );
+    let dup = RawBlendTree::one_d("speed")
+        .child(RawMotion::clip("a"), 1.0)
+        .child(RawMotion::clip("b"), 1.0);
     let e = bake_err(&base(RawState::tree("T", dup)));
-    assert!(matches!(&e, ControllerError::BlendTree { reason: BlendLayoutError::DuplicateThreshold { first: 0, second: 1, .. }, .. }), "{e}");
+    assert!(
+        matches!(
+            &e,
+            ControllerError::BlendTree {
+                reason: BlendLayoutError::DuplicateThreshold {
+                    first: 0,
+                    second: 1,
+                    ..
+                },
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = bake_err(&base(RawState::clip("A", "missing")));
-    assert!(matches!(&e, ControllerError::UnknownClip { clip, .. } if clip == "missing"), "{e}");
-    let e = bake_err(&base(RawState::clip("A", "a").transition(RawTransition::to("B").when(RawCondition::is_true("speed")))));
-    assert!(matches!(&e, ControllerError::ParameterKind { parameter, .. } if parameter == "speed"), "{e}");
-    let e = bake_err(&base(RawState::clip("A", "a").transition(RawTransition::to("B"))));
-    assert!(matches!(&e, ControllerError::BadValue { item, .. } if item.contains("A -> B")), "{e}");
+    assert!(
+        matches!(&e, ControllerError::UnknownClip { clip, .. } if clip == "missing"),
+        "{e}"
+    );
+    let e = bake_err(&base(
+        RawState::clip("A", "a")
+            .transition(RawTransition::to("B").when(RawCondition::is_true("speed"))),
+    ));
+    assert!(
+        matches!(&e, ControllerError::ParameterKind { parameter, .. } if parameter == "speed"),
+        "{e}"
+    );
+    let e = bake_err(&base(
+        RawState::clip("A", "a").transition(RawTransition::to("B")),
+    ));
+    assert!(
+        matches!(&e, ControllerError::BadValue { item, .. } if item.contains("A -> B")),
+        "{e}"
+    );
     // A cycle of zero-duration transitions without exit time (through an any-state one).
     let cyc = RawController::new("cyc").bool("x", true).layer(
         RawLayer::new("base")
-            .state(RawState::clip("A", "a").transition(RawTransition::to("B").when(RawCondition::is_true("x"))))
+            .state(
+                RawState::clip("A", "a")
+                    .transition(RawTransition::to("B").when(RawCondition::is_true("x"))),
+            )
             .state(RawState::clip("B", "b"))
             .any_state(RawTransition::to("A").when(RawCondition::is_true("x"))),
     );
     let e = bake_err(&cyc);
-    assert!(matches!(&e, ControllerError::ZeroDurationCycle { states, .. } if states.contains(&"A".to_string()) && states.contains(&"B".to_string())), "{e}");
-    assert!(e.to_string().contains("'cyc'") && e.to_string().contains("A -> B"), "{e}");
+    assert!(
+        matches!(&e, ControllerError::ZeroDurationCycle { states, .. } if states.contains(&"A".to_string()) && states.contains(&"B".to_string())),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("'cyc'") && e.to_string().contains("A -> B"),
+        "{e}"
+    );
     // With a duration it is fine.
     let ok = RawController::new("cyc").bool("x", true).layer(
         RawLayer::new("base")
-            .state(RawState::clip("A", "a").transition(RawTransition::to("B").duration(0.1).when(RawCondition::is_true("x"))))
+            .state(
+                RawState::clip("A", "a").transition(
+                    RawTransition::to("B")
+                        .duration(0.1)
+                        .when(RawCondition::is_true("x")),
+                ),
+            )
             .state(RawState::clip("B", "b"))
             .any_state(RawTransition::to("A").when(RawCondition::is_true("x"))),
     );
@@ -760,11 +971,26 @@ fn setters_refuse_bad_values_and_wrong_rigs() {
         .int("mode", 0)
         .layer(RawLayer::new("base").state(RawState::clip("A", "a")));
     let mut s = f.state(&raw);
-    assert!(matches!(s.set_float("speed", f32::NAN), Err(ControllerError::NotFinite { .. })));
-    assert!(matches!(s.set_float("speed", f32::INFINITY), Err(ControllerError::NotFinite { .. })));
-    assert!(matches!(s.set_float("sped", 1.0), Err(ControllerError::UnknownParameter { .. })));
-    assert!(matches!(s.set_int("speed", 1), Err(ControllerError::ParameterKind { .. })));
-    assert!(matches!(s.set_trigger("mode"), Err(ControllerError::ParameterKind { .. })));
+    assert!(matches!(
+        s.set_float("speed", f32::NAN),
+        Err(ControllerError::NotFinite { .. })
+    ));
+    assert!(matches!(
+        s.set_float("speed", f32::INFINITY),
+        Err(ControllerError::NotFinite { .. })
+    ));
+    assert!(matches!(
+        s.set_float("sped", 1.0),
+        Err(ControllerError::UnknownParameter { .. })
+    ));
+    assert!(matches!(
+        s.set_int("speed", 1),
+        Err(ControllerError::ParameterKind { .. })
+    ));
+    assert!(matches!(
+        s.set_trigger("mode"),
+        Err(ControllerError::ParameterKind { .. })
+    ));
     assert_eq!(s.float("speed").unwrap(), 0.0);
     s.set_int("mode", -3).unwrap();
     assert_eq!(s.int("mode").unwrap(), -3);
@@ -781,7 +1007,10 @@ fn setters_refuse_bad_values_and_wrong_rigs() {
         .unwrap(),
     );
     let e = ControllerState::new(f.bake(&raw), &other).unwrap_err();
-    assert!(matches!(&e, ControllerError::ControllerForAnotherRig { rig, .. } if rig == "other"), "{e}");
+    assert!(
+        matches!(&e, ControllerError::ControllerForAnotherRig { rig, .. } if rig == "other"),
+        "{e}"
+    );
 }
 
 // ---- the pipeline --------------------------------------------------------------------------
@@ -789,27 +1018,71 @@ fn setters_refuse_bad_values_and_wrong_rigs() {
 #[test]
 fn the_pipeline_runs_the_controller_and_queues_its_events() {
     let f = fixture();
-    let raw = a_to_b(RawTransition::to("B").when(RawCondition::trigger("jump")).duration(0.25));
+    let raw = a_to_b(
+        RawTransition::to("B")
+            .when(RawCondition::trigger("jump"))
+            .duration(0.25),
+    );
     let ctl = f.bake(&raw);
     let mut store = Store::new();
     let e = store.spawn(animated(f.rig.clone(), vec![])).unwrap();
-    store.insert(e, ControllerState::new(ctl, &f.rig).unwrap()).unwrap();
+    store
+        .insert(e, ControllerState::new(ctl, &f.rig).unwrap())
+        .unwrap();
     store.insert(e, FiredEvents::default()).unwrap();
     let mut animator = Animator::new(&mut store).unwrap();
     animator.run_frame(&mut store, DT).unwrap();
     let a = store.get::<Animations>(e).unwrap();
     assert_eq!(a.len(), 1);
-    assert!(close(a.as_slice()[0].time, DT), "the clock's advance is not added twice");
+    assert!(
+        close(a.as_slice()[0].time, DT),
+        "the clock's advance is not added twice"
+    );
     let ev = &store.get::<FiredEvents>(e).unwrap().0;
-    assert!(ev.iter().any(|x| x.source == EventSource::Controller { layer: 0, kind: ControllerEventKind::StateEnter { state: 0 } }), "{ev:?}");
-    store.get_mut::<ControllerState>(e).unwrap().set_trigger("jump").unwrap();
+    assert!(
+        ev.iter().any(|x| x.source
+            == EventSource::Controller {
+                layer: 0,
+                kind: ControllerEventKind::StateEnter { state: 0 }
+            }),
+        "{ev:?}"
+    );
+    store
+        .get_mut::<ControllerState>(e)
+        .unwrap()
+        .set_trigger("jump")
+        .unwrap();
     animator.run_frame(&mut store, DT).unwrap();
     let ev = &store.get::<FiredEvents>(e).unwrap().0;
-    assert!(ev.iter().any(|x| matches!(x.source, EventSource::Controller { kind: ControllerEventKind::TransitionStart { .. }, .. })), "{ev:?}");
+    assert!(
+        ev.iter().any(|x| matches!(
+            x.source,
+            EventSource::Controller {
+                kind: ControllerEventKind::TransitionStart { .. },
+                ..
+            }
+        )),
+        "{ev:?}"
+    );
     animator.run_frame(&mut store, DT).unwrap();
     let a = store.get::<Animations>(e).unwrap();
     assert_eq!(a.len(), 2);
-    assert!(close(weight_of(&a.as_slice().iter().map(|x| (x.clip.name().to_string(), x.weight, x.time, x.previous_time, x.layer)).collect::<Vec<_>>(), "b"), 0.25));
+    assert!(close(
+        weight_of(
+            &a.as_slice()
+                .iter()
+                .map(|x| (
+                    x.clip.name().to_string(),
+                    x.weight,
+                    x.time,
+                    x.previous_time,
+                    x.layer
+                ))
+                .collect::<Vec<_>>(),
+            "b"
+        ),
+        0.25
+    ));
 }
 
 #[test]
@@ -820,9 +1093,15 @@ fn per_entity_state_is_small() {
     // 2 parameters, 1 layer, no event buffer yet.
     let inline = std::mem::size_of::<ControllerState>();
     assert_eq!(s.bytes(), inline + 2 * 4 + ControllerState::LAYER_BYTES);
-    eprintln!("ControllerState: {inline} B inline, {} B per layer", ControllerState::LAYER_BYTES);
+    eprintln!(
+        "ControllerState: {inline} B inline, {} B per layer",
+        ControllerState::LAYER_BYTES
+    );
     assert!(inline <= 80 && ControllerState::LAYER_BYTES <= 112);
     let (mut a, mut lw) = (Animations::default(), LayerWeights::default());
     step(&mut s, &mut a, &mut lw);
-    assert!(s.bytes() > inline + 8 + ControllerState::LAYER_BYTES, "the event buffer grew");
+    assert!(
+        s.bytes() > inline + 8 + ControllerState::LAYER_BYTES,
+        "the event buffer grew"
+    );
 }

@@ -17,8 +17,16 @@ fn assets() -> (Arc<sinew_jobs::asset::Rig>, ControllerAssets) {
         RawRig {
             name: "r".into(),
             bones: vec![
-                RawBone { name: "root".into(), parent: None, rest: Transform::IDENTITY },
-                RawBone { name: "arm".into(), parent: Some(0), rest: Transform::from_translation(Vec3::Y) },
+                RawBone {
+                    name: "root".into(),
+                    parent: None,
+                    rest: Transform::IDENTITY,
+                },
+                RawBone {
+                    name: "arm".into(),
+                    parent: Some(0),
+                    rest: Transform::from_translation(Vec3::Y),
+                },
             ],
         }
         .bake()
@@ -31,7 +39,10 @@ fn assets() -> (Arc<sinew_jobs::asset::Rig>, ControllerAssets) {
                 bones: vec![RawBoneTracks {
                     bone: "arm".into(),
                     translation: None,
-                    rotation: Some(RawTrack::linear(vec![0.0, d], vec![Quat::IDENTITY, Quat::from_rotation_z(1.0)])),
+                    rotation: Some(RawTrack::linear(
+                        vec![0.0, d],
+                        vec![Quat::IDENTITY, Quat::from_rotation_z(1.0)],
+                    )),
                     scale: None,
                 }],
                 ..Default::default()
@@ -40,7 +51,10 @@ fn assets() -> (Arc<sinew_jobs::asset::Rig>, ControllerAssets) {
             .unwrap(),
         )
     };
-    let a = ControllerAssets::new().clip(clip("idle", 2.0)).clip(clip("walk", 1.0)).clip(clip("run", 0.5));
+    let a = ControllerAssets::new()
+        .clip(clip("idle", 2.0))
+        .clip(clip("walk", 1.0))
+        .clip(clip("run", 0.5));
     (rig, a)
 }
 
@@ -62,9 +76,17 @@ fn sample() -> RawController {
                             .child(RawMotion::clip("walk"), 1.5)
                             .child(
                                 RawMotion::Tree(
-                                    RawBlendTree::two_d(BlendTreeKind::FreeformDirectional, "x", "y")
-                                        .child_at(RawMotion::clip("run"), 0.0, 1.0)
-                                        .child_at(RawMotion::clip("walk"), 1.0, 0.0),
+                                    RawBlendTree::two_d(
+                                        BlendTreeKind::FreeformDirectional,
+                                        "x",
+                                        "y",
+                                    )
+                                    .child_at(RawMotion::clip("run"), 0.0, 1.0)
+                                    .child_at(
+                                        RawMotion::clip("walk"),
+                                        1.0,
+                                        0.0,
+                                    ),
                                 ),
                                 4.0,
                             ),
@@ -115,7 +137,10 @@ fn a_hand_written_file_with_defaults_loads_and_runs() {
     let raw = RawController::from_json(text).unwrap();
     assert_eq!(raw.layers[0].weight, 1.0, "default weight");
     assert_eq!(raw.layers[0].states[0].speed, 1.0, "default speed");
-    assert!(raw.layers[0].states[0].transitions[0].ordered_interruption, "default ordered");
+    assert!(
+        raw.layers[0].states[0].transitions[0].ordered_interruption,
+        "default ordered"
+    );
     let (rig, a) = assets();
     let ctl = Arc::new(raw.bake(&rig, &a).unwrap());
     let mut s = ControllerState::new(ctl, &rig).unwrap();
@@ -124,7 +149,11 @@ fn a_hand_written_file_with_defaults_loads_and_runs() {
     s.step(0.125, None, &mut anims, &mut lw);
     s.step(0.125, None, &mut anims, &mut lw);
     // Half way through the 0.25 s fade into "opening" (speed 1.5: walk and run half each).
-    let w: Vec<(&str, f32)> = anims.as_slice().iter().map(|x| (x.clip.name(), x.weight)).collect();
+    let w: Vec<(&str, f32)> = anims
+        .as_slice()
+        .iter()
+        .map(|x| (x.clip.name(), x.weight))
+        .collect();
     assert_eq!(w, [("idle", 0.5), ("walk", 0.25), ("run", 0.25)]);
 }
 
@@ -136,18 +165,26 @@ fn json_errors_say_what_and_where() {
     };
     // A misspelt field is refused, not defaulted, with its line.
     let m = msg("{\"name\": \"x\",\n \"layerz\": []}");
-    assert!(m.contains("unknown field `layerz`") && m.contains("line 2"), "{m}");
+    assert!(
+        m.contains("unknown field `layerz`") && m.contains("line 2"),
+        "{m}"
+    );
     let m = msg(r#"{"name": "x", "layers": [{"name": "b", "blend": "multiply"}]}"#);
     assert!(m.contains("unknown variant `multiply`"), "{m}");
     let m = msg(r#"{"name": "x", "parameters": [{"name": "p", "kind": "double"}], "layers": []}"#);
     assert!(m.contains("unknown variant `double`"), "{m}");
-    let m = msg(r#"{"name": "x", "layers": [{"name": "b", "states": [{"name": "s", "speed": "fast"}]}]}"#);
+    let m = msg(
+        r#"{"name": "x", "layers": [{"name": "b", "states": [{"name": "s", "speed": "fast"}]}]}"#,
+    );
     assert!(m.contains("invalid type") && m.contains("column"), "{m}");
     // A file that parses but names a missing parameter fails at bake, naming it.
     let text = r#"{"name": "x", "layers": [{"name": "b", "states": [
         {"name": "s", "motion": {"clip": "idle"}, "speed_parameter": "rate"}]}]}"#;
     let (rig, a) = assets();
-    let e = RawController::from_json(text).unwrap().bake(&rig, &a).unwrap_err();
+    let e = RawController::from_json(text)
+        .unwrap()
+        .bake(&rig, &a)
+        .unwrap_err();
     assert!(
         e.to_string().contains("unknown parameter 'rate'") && e.to_string().contains("b/s"),
         "{e}"

@@ -67,8 +67,16 @@ fn rig() -> Arc<Rig> {
         RawRig {
             name: "r".into(),
             bones: vec![
-                RawBone { name: "root".into(), parent: None, rest: Transform::IDENTITY },
-                RawBone { name: "arm".into(), parent: Some(0), rest: Transform::from_translation(Vec3::Y) },
+                RawBone {
+                    name: "root".into(),
+                    parent: None,
+                    rest: Transform::IDENTITY,
+                },
+                RawBone {
+                    name: "arm".into(),
+                    parent: Some(0),
+                    rest: Transform::from_translation(Vec3::Y),
+                },
             ],
         }
         .bake()
@@ -84,7 +92,10 @@ fn assets(rig: &Rig) -> ControllerAssets {
                 bones: vec![RawBoneTracks {
                     bone: "arm".into(),
                     translation: None,
-                    rotation: Some(RawTrack::linear(vec![0.0, d], vec![Quat::IDENTITY, Quat::from_rotation_z(1.0)])),
+                    rotation: Some(RawTrack::linear(
+                        vec![0.0, d],
+                        vec![Quat::IDENTITY, Quat::from_rotation_z(1.0)],
+                    )),
                     scale: None,
                 }],
                 ..Default::default()
@@ -93,7 +104,10 @@ fn assets(rig: &Rig) -> ControllerAssets {
             .unwrap(),
         )
     };
-    ControllerAssets::new().clip(clip("a", 1.0)).clip(clip("b", 0.7)).clip(clip("c", 2.3))
+    ControllerAssets::new()
+        .clip(clip("a", 1.0))
+        .clip(clip("b", 0.7))
+        .clip(clip("c", 2.3))
 }
 
 /// Three states (a clip, a 1D tree, a clip) with transitions among them on triggers and
@@ -101,7 +115,10 @@ fn assets(rig: &Rig) -> ControllerAssets {
 /// an exit time, so zero durations make no cycle (which bake refuses).
 fn controller(durations: [f32; 4], exit: f32, source: InterruptionSource) -> RawController {
     let t = |to: &str, trig: &str, d: f32| {
-        RawTransition::to(to).duration(d).when(RawCondition::trigger(trig)).interruption(source, false)
+        RawTransition::to(to)
+            .duration(d)
+            .when(RawCondition::trigger(trig))
+            .interruption(source, false)
     };
     RawController::new("p")
         .float("speed", 0.0)
@@ -110,17 +127,29 @@ fn controller(durations: [f32; 4], exit: f32, source: InterruptionSource) -> Raw
         .trigger("t3")
         .layer(
             RawLayer::new("base")
-                .state(RawState::clip("A", "a").transition(t("B", "t1", durations[0])).transition(t("C", "t2", durations[1])))
+                .state(
+                    RawState::clip("A", "a")
+                        .transition(t("B", "t1", durations[0]))
+                        .transition(t("C", "t2", durations[1])),
+                )
                 .state(
                     RawState::tree(
                         "B",
-                        RawBlendTree::one_d("speed").child(RawMotion::clip("a"), 0.0).child(RawMotion::clip("c"), 1.0),
+                        RawBlendTree::one_d("speed")
+                            .child(RawMotion::clip("a"), 0.0)
+                            .child(RawMotion::clip("c"), 1.0),
                     )
                     .speed_parameter("speed")
                     .transition(t("C", "t3", durations[2]))
-                    .transition(RawTransition::to("A").exit_time(exit).duration(durations[3])),
+                    .transition(
+                        RawTransition::to("A")
+                            .exit_time(exit)
+                            .duration(durations[3]),
+                    ),
                 )
-                .state(RawState::clip("C", "b").transition(t("A", "t1", durations[3]).exit_time(0.9))),
+                .state(
+                    RawState::clip("C", "b").transition(t("A", "t1", durations[3]).exit_time(0.9)),
+                ),
         )
 }
 

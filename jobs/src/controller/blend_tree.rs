@@ -108,7 +108,10 @@ impl fmt::Display for BlendLayoutError {
                 first,
                 second,
                 threshold,
-            } => write!(f, "children {first} and {second} share the threshold {threshold}"),
+            } => write!(
+                f,
+                "children {first} and {second} share the threshold {threshold}"
+            ),
             Self::DuplicatePosition { first, second } => {
                 write!(f, "children {first} and {second} share a position")
             }
@@ -294,10 +297,7 @@ pub fn weights_directional(points: &[Vec2], p: Vec2, out: &mut [f32]) {
             (lj - li) / m,
             DIRECTIONAL_ANGLE_SCALE * signed_angle(pi, pj),
         );
-        let vip = Vec2::new(
-            (pl - li) / m,
-            DIRECTIONAL_ANGLE_SCALE * signed_angle(pi, p),
-        );
+        let vip = Vec2::new((pl - li) / m, DIRECTIONAL_ANGLE_SCALE * signed_angle(pi, p));
         (vip, vij)
     });
     finish_bands(points, p, out);
@@ -318,9 +318,13 @@ pub fn signed_angle(a: Vec2, b: Vec2) -> f32 {
 }
 
 /// `hᵢ = max(0, min_j (1 − u·v / v·v))` with `(u, v) = vectors(i, j)`, unnormalised.
-fn gradient_bands(points: &[Vec2], out: &mut [f32], vectors: impl Fn(usize, usize) -> (Vec2, Vec2)) {
+fn gradient_bands(
+    points: &[Vec2],
+    out: &mut [f32],
+    vectors: impl Fn(usize, usize) -> (Vec2, Vec2),
+) {
     let n = points.len().min(out.len());
-    for i in 0..n {
+    for (i, o) in out.iter_mut().enumerate().take(n) {
         let mut h = f32::INFINITY;
         for j in 0..n {
             if j == i {
@@ -332,7 +336,7 @@ fn gradient_bands(points: &[Vec2], out: &mut [f32], vectors: impl Fn(usize, usiz
                 h = h.min(1.0 - u.dot(v) / vv);
             }
         }
-        out[i] = if h.is_finite() { h.max(0.0) } else { 1.0 };
+        *o = if h.is_finite() { h.max(0.0) } else { 1.0 };
     }
 }
 

@@ -2,7 +2,7 @@
 //! and the animation list it writes for job 4 (docs/controller.md is the reference).
 //!
 //! - Authoring: [`RawController`] (a builder in Rust, or JSON with the `json` feature:
-//!   [`RawController::from_json`]) baked against a rig and named clips and masks
+//!   `RawController::from_json`) baked against a rig and named clips and masks
 //!   ([`ControllerAssets`]) into an immutable [`Controller`], shared behind `Arc`.
 //! - Per entity: a [`ControllerState`] component (the controller, parameter values, each
 //!   layer's playing states and transition, this frame's events). Code sets parameters on it;
@@ -24,14 +24,14 @@ mod state_machine;
 pub use blend_tree::{BlendLayoutError, BlendTreeKind};
 pub use params::{ParamId, ParamKind};
 pub use raw::{
-    ConditionOp, ControllerAssets, DurationMode, InterruptionSource, RawBlendChild,
-    RawBlendTree, RawCondition, RawController, RawCurveBinding, RawDestination, RawLayer,
-    RawMotion, RawParameter, RawState, RawStateEvent, RawTransition,
+    ConditionOp, ControllerAssets, DurationMode, InterruptionSource, RawBlendChild, RawBlendTree,
+    RawCondition, RawController, RawCurveBinding, RawDestination, RawLayer, RawMotion,
+    RawParameter, RawState, RawStateEvent, RawTransition,
 };
+pub(crate) use state_machine::check_states as state_machine_checks;
 pub use state_machine::{
     ControllerEvent, ControllerEventKind, ControllerJob, ControllerState, PlayingState,
 };
-pub(crate) use state_machine::check_states as state_machine_checks;
 
 use crate::asset::{AvatarMask, BoneHash, Clip, ContentHash};
 use crate::component::BlendMode;

@@ -572,7 +572,13 @@ impl RawBlendTree {
             ..Self::with(BlendTreeKind::Direct, None, None)
         }
     }
-    fn push(mut self, motion: RawMotion, threshold: f32, position: [f32; 2], p: Option<String>) -> Self {
+    fn push(
+        mut self,
+        motion: RawMotion,
+        threshold: f32,
+        position: [f32; 2],
+        p: Option<String>,
+    ) -> Self {
         self.children.push(RawBlendChild {
             motion,
             threshold,
@@ -744,7 +750,11 @@ impl Baker<'_> {
         Ok(ParamId(i as u16))
     }
 
-    fn float_param(&self, name: &Option<String>, used_by: &str) -> Result<Option<ParamId>, ControllerError> {
+    fn float_param(
+        &self,
+        name: &Option<String>,
+        used_by: &str,
+    ) -> Result<Option<ParamId>, ControllerError> {
         name.as_deref()
             .map(|n| self.param(n, &[ParamKind::Float], "a float", used_by))
             .transpose()
@@ -810,9 +820,15 @@ impl Baker<'_> {
             RawMotion::Clip(name) => {
                 let clip = self.clip(name, state)?;
                 let d = clip.duration();
-                let cycle = if d > 0.0 { d / time_scale } else { 1.0 / time_scale };
+                let cycle = if d > 0.0 {
+                    d / time_scale
+                } else {
+                    1.0 / time_scale
+                };
                 leaves.push(Leaf { clip, cycle });
-                Ok(MotionNode::Leaf((leaves.len() - 1).min(u16::MAX as usize) as u16))
+                Ok(MotionNode::Leaf(
+                    (leaves.len() - 1).min(u16::MAX as usize) as u16
+                ))
             }
             RawMotion::Tree(t) => {
                 let used_by = format!("the blend tree of state '{at}'");
@@ -835,11 +851,15 @@ impl Baker<'_> {
                         let x = t.parameter.as_ref().ok_or_else(|| {
                             self.err_value(used_by.clone(), "a 1D tree needs a parameter")
                         })?;
-                        (Some(self.param(x, &[ParamKind::Float], "a float", &used_by)?), None)
+                        (
+                            Some(self.param(x, &[ParamKind::Float], "a float", &used_by)?),
+                            None,
+                        )
                     }
                     _ => {
                         let (Some(x), Some(y)) = (&t.parameter, &t.parameter_y) else {
-                            return Err(self.err_value(used_by, "a 2D tree needs parameter and parameter_y"));
+                            return Err(self
+                                .err_value(used_by, "a 2D tree needs parameter and parameter_y"));
                         };
                         (
                             Some(self.param(x, &[ParamKind::Float], "a float", &used_by)?),
@@ -851,7 +871,10 @@ impl Baker<'_> {
                 if t.kind == BlendTreeKind::Direct {
                     for (i, c) in t.children.iter().enumerate() {
                         let p = c.parameter.as_ref().ok_or_else(|| {
-                            self.err_value(used_by.clone(), format!("direct child {i} needs a parameter"))
+                            self.err_value(
+                                used_by.clone(),
+                                format!("direct child {i} needs a parameter"),
+                            )
                         })?;
                         direct.push(self.param(p, &[ParamKind::Float], "a float", &used_by)?);
                     }
@@ -865,7 +888,13 @@ impl Baker<'_> {
                         ));
                     }
                     let child_path = format!("{path}/{i}");
-                    children.push(self.node(&c.motion, state, &child_path, time_scale * c.time_scale, leaves)?);
+                    children.push(self.node(
+                        &c.motion,
+                        state,
+                        &child_path,
+                        time_scale * c.time_scale,
+                        leaves,
+                    )?);
                 }
                 let sorted = if t.kind == BlendTreeKind::SimpleDirectional {
                     blend_tree::sorted_directions(&points)
@@ -896,7 +925,11 @@ impl RawController {
     /// states, clips or masks; parameters of the wrong kind; duplicate names; empty blend
     /// trees, duplicate thresholds or positions; values out of range; clips or masks for
     /// another rig; a cycle of zero-duration transitions without exit time.
-    pub fn bake(&self, rig: &Rig, assets: &ControllerAssets) -> Result<Controller, ControllerError> {
+    pub fn bake(
+        &self,
+        rig: &Rig,
+        assets: &ControllerAssets,
+    ) -> Result<Controller, ControllerError> {
         let name = self.name.as_str();
         let dup = |what: &str, n: &str| ControllerError::DuplicateName {
             controller: name.into(),
@@ -1003,7 +1036,10 @@ fn bake_layer(
 ) -> Result<Layer, ControllerError> {
     let lname = rl.name.as_str();
     if !(rl.weight.is_finite() && (0.0..=1.0).contains(&rl.weight)) {
-        return Err(b.err_value(format!("layer '{lname}'"), format!("weight {} is not in [0, 1]", rl.weight)));
+        return Err(b.err_value(
+            format!("layer '{lname}'"),
+            format!("weight {} is not in [0, 1]", rl.weight),
+        ));
     }
     let mask = match &rl.mask {
         None => None,
@@ -1034,7 +1070,10 @@ fn bake_layer(
             layer: lname.into(),
             source: src.clone(),
         };
-        let si = raw_below.iter().position(|l| &l.name == src).ok_or_else(bad)?;
+        let si = raw_below
+            .iter()
+            .position(|l| &l.name == src)
+            .ok_or_else(bad)?;
         let source = below.get(si).ok_or_else(bad)?;
         if source.sync.is_some() {
             return Err(bad());
@@ -1140,14 +1179,20 @@ fn bake_layer(
             return Err(b.err_value(item, format!("speed {} is not finite", s.speed)));
         }
         if !s.cycle_offset.is_finite() {
-            return Err(b.err_value(item, format!("cycle offset {} is not finite", s.cycle_offset)));
+            return Err(b.err_value(
+                item,
+                format!("cycle offset {} is not finite", s.cycle_offset),
+            ));
         }
         let mut events = Vec::with_capacity(s.events.len());
         for e in &s.events {
             if !(e.time.is_finite() && (0.0..=1.0).contains(&e.time) && e.payload.is_finite()) {
                 return Err(b.err_value(
                     item,
-                    format!("event '{}' needs a time in [0, 1] and a finite payload", e.name),
+                    format!(
+                        "event '{}' needs a time in [0, 1] and a finite payload",
+                        e.name
+                    ),
                 ));
             }
             events.push(StateEvent {
@@ -1164,14 +1209,18 @@ fn bake_layer(
         });
         let start = transitions.len();
         for t in &s.transitions {
-            transitions.push(needs_a_trigger(b, bake_transition(b, rl, t, Some(i as StateId), &state_id)?)?);
+            transitions.push(needs_a_trigger(
+                b,
+                bake_transition(b, rl, t, Some(i as StateId), &state_id)?,
+            )?);
         }
         states.push(State {
             name: s.name.clone(),
             name_hash: bone_hash(&s.name),
             motion,
             speed: s.speed,
-            speed_param: b.float_param(&s.speed_parameter, &format!("the speed of state '{at}'"))?,
+            speed_param: b
+                .float_param(&s.speed_parameter, &format!("the speed of state '{at}'"))?,
             cycle_offset: s.cycle_offset,
             cycle_offset_param: b.float_param(
                 &s.cycle_offset_parameter,
@@ -1184,7 +1233,10 @@ fn bake_layer(
     }
     let any_start = transitions.len();
     for t in &rl.any_state_transitions {
-        transitions.push(needs_a_trigger(b, bake_transition(b, rl, t, None, &state_id)?)?);
+        transitions.push(needs_a_trigger(
+            b,
+            bake_transition(b, rl, t, None, &state_id)?,
+        )?);
     }
     let entry_start = transitions.len();
     for t in &rl.entry_transitions {
@@ -1260,10 +1312,16 @@ fn bake_transition(
     if let Some(e) = t.exit_time
         && !(e.is_finite() && e >= 0.0)
     {
-        return Err(b.err_value(item, format!("exit time {e} must be finite and not negative")));
+        return Err(b.err_value(
+            item,
+            format!("exit time {e} must be finite and not negative"),
+        ));
     }
     if !(t.duration.is_finite() && t.duration >= 0.0) {
-        return Err(b.err_value(item, format!("duration {} must be finite and not negative", t.duration)));
+        return Err(b.err_value(
+            item,
+            format!("duration {} must be finite and not negative", t.duration),
+        ));
     }
     if !t.offset.is_finite() {
         return Err(b.err_value(item, format!("offset {} is not finite", t.offset)));
@@ -1288,11 +1346,16 @@ fn bake_transition(
     })
 }
 
-fn bake_condition(b: &Baker<'_>, c: &RawCondition, item: &str) -> Result<Condition, ControllerError> {
+fn bake_condition(
+    b: &Baker<'_>,
+    c: &RawCondition,
+    item: &str,
+) -> Result<Condition, ControllerError> {
     use ParamKind::{Bool, Float, Int, Trigger};
     let used_by = format!("a condition of {item}");
     let int_value = || -> Result<i32, ControllerError> {
-        if c.value.fract() != 0.0 || c.value < f64::from(i32::MIN) || c.value > f64::from(i32::MAX) {
+        if c.value.fract() != 0.0 || c.value < f64::from(i32::MIN) || c.value > f64::from(i32::MAX)
+        {
             return Err(b.err_value(used_by.clone(), format!("{} is not an i32", c.value)));
         }
         Ok(c.value as i32)
@@ -1304,25 +1367,43 @@ fn bake_condition(b: &Baker<'_>, c: &RawCondition, item: &str) -> Result<Conditi
             let greater = c.op == ConditionOp::Greater;
             if kind == Int {
                 let v = int_value()?;
-                if greater { Condition::IntGreater(p, v) } else { Condition::IntLess(p, v) }
+                if greater {
+                    Condition::IntGreater(p, v)
+                } else {
+                    Condition::IntLess(p, v)
+                }
             } else {
                 let v = c.value as f32;
                 if !v.is_finite() {
                     return Err(b.err_value(used_by, format!("{} is not a finite f32", c.value)));
                 }
-                if greater { Condition::FloatGreater(p, v) } else { Condition::FloatLess(p, v) }
+                if greater {
+                    Condition::FloatGreater(p, v)
+                } else {
+                    Condition::FloatLess(p, v)
+                }
             }
         }
         ConditionOp::Equals | ConditionOp::NotEquals => {
             let p = b.param(&c.parameter, &[Int], "an int", &used_by)?;
             let v = int_value()?;
-            if c.op == ConditionOp::Equals { Condition::IntEquals(p, v) } else { Condition::IntNotEquals(p, v) }
+            if c.op == ConditionOp::Equals {
+                Condition::IntEquals(p, v)
+            } else {
+                Condition::IntNotEquals(p, v)
+            }
         }
         ConditionOp::True | ConditionOp::False => {
             let p = b.param(&c.parameter, &[Bool], "a bool", &used_by)?;
-            if c.op == ConditionOp::True { Condition::True(p) } else { Condition::False(p) }
+            if c.op == ConditionOp::True {
+                Condition::True(p)
+            } else {
+                Condition::False(p)
+            }
         }
-        ConditionOp::Trigger => Condition::Trigger(b.param(&c.parameter, &[Trigger], "a trigger", &used_by)?),
+        ConditionOp::Trigger => {
+            Condition::Trigger(b.param(&c.parameter, &[Trigger], "a trigger", &used_by)?)
+        }
     })
 }
 
@@ -1378,8 +1459,10 @@ fn check_zero_duration_cycles(controller: &str, layer: &Layer) -> Result<(), Con
                 top.1 += 1;
                 if colour[w] == 1 {
                     let from = path.iter().position(|&x| x == w).unwrap_or(0);
-                    let mut states: Vec<String> =
-                        path[from..].iter().map(|&s| layer.states[s].name.clone()).collect();
+                    let mut states: Vec<String> = path[from..]
+                        .iter()
+                        .map(|&s| layer.states[s].name.clone())
+                        .collect();
                     states.push(layer.states[w].name.clone());
                     return Err(ControllerError::ZeroDurationCycle {
                         controller: controller.into(),

@@ -191,7 +191,11 @@ impl ControllerState {
         check_rig(None, &controller, rig)?;
         Ok(Self {
             values: Values::new(&controller.params),
-            layers: controller.layers.iter().map(|l| LayerRun::new(l.weight)).collect(),
+            layers: controller
+                .layers
+                .iter()
+                .map(|l| LayerRun::new(l.weight))
+                .collect(),
             controller,
             events: Vec::new(),
             transitions_started: 0,
@@ -343,7 +347,12 @@ impl ControllerState {
     /// [`ControllerError::UnknownParameter`] or [`ControllerError::ParameterKind`].
     pub fn bool(&self, name: &str) -> Result<bool, ControllerError> {
         let id = self.id(name, "bool")?;
-        self.kind_check(id, &[ParamKind::Bool, ParamKind::Trigger], "a bool or a trigger", "bool")?;
+        self.kind_check(
+            id,
+            &[ParamKind::Bool, ParamKind::Trigger],
+            "a bool or a trigger",
+            "bool",
+        )?;
         Ok(self.values.flag(id))
     }
 
@@ -547,7 +556,13 @@ struct Entry {
 
 /// Writes animation `k` of the list, reusing the entry (and its `Arc`s) when it already
 /// holds the same clip and mask, so that a steady list costs no reference counting.
-fn put(list: &mut Vec<AnimationToProcess>, k: usize, clip: &Arc<crate::asset::Clip>, layer: &Layer, e: Entry) {
+fn put(
+    list: &mut Vec<AnimationToProcess>,
+    k: usize,
+    clip: &Arc<crate::asset::Clip>,
+    layer: &Layer,
+    e: Entry,
+) {
     if let Some(a) = list.get_mut(k) {
         if !Arc::ptr_eq(&a.clip, clip) {
             a.clip = clip.clone();
@@ -720,7 +735,11 @@ fn passed_events(
             }
         } else {
             let (x, y) = (a.clamp(0.0, 1.0), b.clamp(0.0, 1.0));
-            let hit = if b > a { x < t && t <= y } else { y <= t && t < x };
+            let hit = if b > a {
+                x < t && t <= y
+            } else {
+                y <= t && t < x
+            };
             f64::from(u8::from(hit))
         };
         let passes = (passes.max(0.0) as i64).min(crate::j5_user_curves::MAX_PASSES_PER_EVENT);
@@ -740,7 +759,14 @@ struct LayerCx<'a> {
 }
 
 impl LayerCx<'_> {
-    fn push(&mut self, kind: ControllerEventKind, name: BoneHash, time: f32, payload: f32, weight: f32) {
+    fn push(
+        &mut self,
+        kind: ControllerEventKind,
+        name: BoneHash,
+        time: f32,
+        payload: f32,
+        weight: f32,
+    ) {
         self.events.push(ControllerEvent {
             layer: self.li,
             kind,
@@ -761,7 +787,13 @@ impl LayerCx<'_> {
 
     fn enter(&mut self, s: StateId, time: f32, weight: f32) {
         let h = self.state_hash(s);
-        self.push(ControllerEventKind::StateEnter { state: s }, h, time, 0.0, weight);
+        self.push(
+            ControllerEventKind::StateEnter { state: s },
+            h,
+            time,
+            0.0,
+            weight,
+        );
     }
 
     fn exit(&mut self, p: &Playing) {
@@ -894,7 +926,13 @@ impl LayerCx<'_> {
             .get(usize::from(t))
             .map(|x| x.destination_hash)
             .unwrap_or(BoneHash(0));
-        self.push(ControllerEventKind::TransitionEnd { transition: t }, h, 0.0, 0.0, 1.0);
+        self.push(
+            ControllerEventKind::TransitionEnd { transition: t },
+            h,
+            0.0,
+            0.0,
+            1.0,
+        );
         let mut target = run.target;
         target.weight = 1.0;
         target.current = true;
@@ -1003,7 +1041,9 @@ impl LayerCx<'_> {
         let duration = if t.normalized_duration {
             let (cycle, speed) = source_play
                 .and_then(|p| self.state(p.state))
-                .map_or((1.0, 1.0), |s| (state_cycle(s, self.values), state_speed(s, self.values)));
+                .map_or((1.0, 1.0), |s| {
+                    (state_cycle(s, self.values), state_speed(s, self.values))
+                });
             let speed = if speed != 0.0 { speed.abs() } else { 1.0 };
             t.duration * cycle / speed
         } else {
@@ -1107,14 +1147,22 @@ impl LayerCx<'_> {
         run.sources = [Playing::default(); MAX_FADING_STATES];
         for (i, s) in all[..n.min(MAX_FADING_STATES)].iter().enumerate() {
             let mut s = *s;
-            s.weight = if sum > 0.0 { s.weight / sum } else { 1.0 / n as f32 };
+            s.weight = if sum > 0.0 {
+                s.weight / sum
+            } else {
+                1.0 / n as f32
+            };
             run.sources[i] = s;
         }
         run.n_sources = n.min(MAX_FADING_STATES) as u8;
     }
 }
 
-fn check_rig(entity: Option<Entity>, controller: &Controller, rig: &Rig) -> Result<(), ControllerError> {
+fn check_rig(
+    entity: Option<Entity>,
+    controller: &Controller,
+    rig: &Rig,
+) -> Result<(), ControllerError> {
     if controller.rig_hash != rig.content_hash() {
         return Err(ControllerError::ControllerForAnotherRig {
             entity,

@@ -3,8 +3,7 @@
 
 use super::FrameTime;
 use crate::component::{
-    Animations, CurveValues, EventSource, FiredEvent, FiredEvents, FrameSlot, LayerWeights,
-    RigRef,
+    Animations, CurveValues, EventSource, FiredEvent, FiredEvents, FrameSlot, LayerWeights, RigRef,
 };
 use crate::controller::{ControllerError, ControllerJob, ControllerState, state_machine_checks};
 use rayon::prelude::*;
@@ -52,8 +51,7 @@ impl Node for ControllerNode {
             )>()?
             .with::<FrameSlot>();
         q.chunks().into_par_iter().try_for_each(|chunk| {
-            let (entities, (rigs, states, animations, layer_weights, curves)) =
-                chunk.into_parts();
+            let (entities, (rigs, states, animations, layer_weights, curves)) = chunk.into_parts();
             let mut job = ControllerJob {
                 entities,
                 rigs,
