@@ -434,6 +434,28 @@ fn exit_time_and_fixed_duration_cross_fade() {
 }
 
 #[test]
+fn exit_time_at_the_start_is_reached_on_the_first_frame() {
+    let f = fixture();
+    // A → B at exit time 0 (reached on the layer's first frame), switching at once; B → C at
+    // exit time 0.25, B entered at offset 0.25: reached on B's first advanced frame (within
+    // the frame of a zero-duration switch only transitions without exit time are followed).
+    let raw = RawController::new("zero").layer(
+        RawLayer::new("base")
+            .state(RawState::clip("A", "a").transition(RawTransition::to("B").exit_time(0.0).offset(0.25)))
+            .state(RawState::clip("B", "b").transition(RawTransition::to("C").exit_time(0.25).duration(0.125)))
+            .state(RawState::clip("C", "c")),
+    );
+    let mut s = f.state(&raw);
+    let (mut a, mut lw) = (Animations::default(), LayerWeights::default());
+    step(&mut s, &mut a, &mut lw);
+    assert_eq!(s.transitions_started(), 1, "A leaves on frame 1");
+    step(&mut s, &mut a, &mut lw);
+    // B's first interval is [0.25, 0.25 + dt / 2]: its exit time 0.25 is in it.
+    assert_eq!(s.transitions_started(), 2, "B leaves on its first advanced frame");
+    assert_eq!(s.playing(0).last().map(|p| p.state), Some(2));
+}
+
+#[test]
 fn exit_time_below_one_waits_for_the_next_loop() {
     let f = fixture();
     // Exit time 0.5 with a bool that is false when A first passes 0.5.

@@ -35,6 +35,7 @@ use sinew_runtime::store::Entity;
 use std::sync::Arc;
 
 const NONE: u16 = u16::MAX;
+const MAX_CYCLES_PER_FRAME: f32 = 1e6;
 
 /// What a controller event reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,8 +101,11 @@ struct Playing {
     loops: i32,
     /// Weight among the fading states (sums to 1 over them).
     weight: f32,
-    /// Entered and not evaluated yet: its first exit-time interval includes its start.
+    /// Not yet evaluated after a frame's advance: its first exit-time interval includes its
+    /// start (so exit time 0, or one equal to the transition's offset, is reached).
     fresh: bool,
+    /// Advanced in this frame's update (a state entered this frame is not).
+    advanced: bool,
     /// The state whose transitions are the "current" ones.
     current: bool,
 }
@@ -874,10 +878,13 @@ impl LayerCx<'_> {
             }
             exit_ok = false;
         }
-        for pl in run.sources.iter_mut() {
-            pl.fresh = false;
+        // A state's first advanced frame has been evaluated: its start is behind it.
+        for pl in run.sources.iter_mut().chain(std::iter::once(&mut run.target)) {
+            if pl.advanced {
+                pl.fresh = false;
+            }
+            pl.advanced = false;
         }
-        run.target.fresh = false;
     }
 
     fn advance(&mut self, pl: &mut Playing, dt: f32, weight: f32) {
@@ -892,8 +899,10 @@ impl LayerCx<'_> {
             pl.loops = pl.loops.saturating_add(k as i32);
         }
         pl.previous = pl.time;
+        pl.advanced = true;
         let rate = state_speed(state, self.values) / state_cycle(state, self.values);
-        pl.time += dt * rate;
+        // At most a million cycles a frame, so that an absurd speed cannot overflow the time.
+        pl.time += (dt * rate).clamp(-MAX_CYCLES_PER_FRAME, MAX_CYCLES_PER_FRAME);
         if !state.events.is_empty() && weight > 0.0 {
             let base = f64::from(pl.loops);
             let (a, b) = (base + f64::from(pl.previous), base + f64::from(pl.time));
@@ -1059,6 +1068,7 @@ impl LayerCx<'_> {
             loops: 0,
             weight: 1.0,
             fresh: true,
+            advanced: false,
             current: false,
         };
         run.transition = ti;
