@@ -255,7 +255,7 @@ impl ControllerState {
         Ok(())
     }
 
-    /// Sets a float parameter by id.
+    /// Sets a float parameter by id (an id from this state's controller).
     ///
     /// # Errors
     /// [`ControllerError::ParameterKind`] for a parameter that is not a float;
