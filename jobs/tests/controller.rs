@@ -441,8 +441,14 @@ fn exit_time_at_the_start_is_reached_on_the_first_frame() {
     // the frame of a zero-duration switch only transitions without exit time are followed).
     let raw = RawController::new("zero").layer(
         RawLayer::new("base")
-            .state(RawState::clip("A", "a").transition(RawTransition::to("B").exit_time(0.0).offset(0.25)))
-            .state(RawState::clip("B", "b").transition(RawTransition::to("C").exit_time(0.25).duration(0.125)))
+            .state(
+                RawState::clip("A", "a")
+                    .transition(RawTransition::to("B").exit_time(0.0).offset(0.25)),
+            )
+            .state(
+                RawState::clip("B", "b")
+                    .transition(RawTransition::to("C").exit_time(0.25).duration(0.125)),
+            )
             .state(RawState::clip("C", "c")),
     );
     let mut s = f.state(&raw);
@@ -451,7 +457,11 @@ fn exit_time_at_the_start_is_reached_on_the_first_frame() {
     assert_eq!(s.transitions_started(), 1, "A leaves on frame 1");
     step(&mut s, &mut a, &mut lw);
     // B's first interval is [0.25, 0.25 + dt / 2]: its exit time 0.25 is in it.
-    assert_eq!(s.transitions_started(), 2, "B leaves on its first advanced frame");
+    assert_eq!(
+        s.transitions_started(),
+        2,
+        "B leaves on its first advanced frame"
+    );
     assert_eq!(s.playing(0).last().map(|p| p.state), Some(2));
 }
 
@@ -1125,5 +1135,36 @@ fn per_entity_state_is_small() {
     assert!(
         s.bytes() > inline + 8 + ControllerState::LAYER_BYTES,
         "the event buffer grew"
+    );
+}
+
+#[test]
+fn a_user_node_writing_animation_lists_is_ordered_before_the_controller_or_told_how() {
+    use sinew_jobs::pipeline::PipelineConfig;
+    use sinew_runtime::graph::{Access, FnNode, GraphBuildError};
+    let config = PipelineConfig {
+        advance_clocks: false,
+        ..PipelineConfig::default()
+    };
+    let clock = || FnNode::new("my clock", Access::new().write::<Animations>(), |_| Ok(()));
+    let mut store = Store::new();
+    let err = Animator::with(&mut store, config, |b, nodes| {
+        let c = b.add_node(clock());
+        b.add_edge(c, nodes.bone_offsets);
+    })
+    .unwrap_err();
+    match &err {
+        GraphBuildError::Misplaced { node, fix, .. } => {
+            assert_eq!(node, "my clock");
+            assert!(fix.contains("PipelineNodes::controller"), "{fix}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(
+        Animator::with(&mut store, config, |b, nodes| {
+            let c = b.add_node(clock());
+            b.add_edge(c, nodes.controller);
+        })
+        .is_ok()
     );
 }

@@ -879,7 +879,11 @@ impl LayerCx<'_> {
             exit_ok = false;
         }
         // A state's first advanced frame has been evaluated: its start is behind it.
-        for pl in run.sources.iter_mut().chain(std::iter::once(&mut run.target)) {
+        for pl in run
+            .sources
+            .iter_mut()
+            .chain(std::iter::once(&mut run.target))
+        {
             if pl.advanced {
                 pl.fresh = false;
             }
