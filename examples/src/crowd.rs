@@ -1,18 +1,24 @@
-//! The crowd: N characters on a grid, each blending walk and run by its speed, breathing on an
-//! additive layer, some waving on a masked upper-body layer; root motion moves them and
-//! footstep events are counted. Runs the nine-job graph and measures it.
+//! The crowd: N characters on a grid, each driven by an animation controller
+//! ([`crowd_controller`]): a locomotion blend tree by speed (idle, walk, run) on the base
+//! layer, a wave state on a masked upper-body layer entered by a trigger, additive breathing.
+//! Root motion moves them and footstep events are counted. Runs the nine-job graph and the
+//! controller and measures them. A glTF model, and the LOD crowd, play plain clips.
 
 use crate::crowd_gpu::{self, GpuSummary, GpuUse};
 use crate::lod::{LodState, LodSummary};
 use glam::{Quat, Vec3};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::ThreadPoolBuilder;
-use sinew_fixtures::builtin::{self, FOOTSTEP, RUN_SPEED, WALK_SPEED};
+use sinew_fixtures::builtin::{self, BakedCharacter, FOOTSTEP, RUN_SPEED, WALK_SPEED};
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::{AssetRegistry, Clip, SkinnedMesh, Transform, bone_hash};
 use sinew_jobs::component::{
-    AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents,
-    FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors, SkinRef,
+    AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, EventSource,
+    FiredEvents, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors, SkinRef,
+};
+use sinew_jobs::controller::{
+    Controller, ControllerAssets, ControllerEventKind, ControllerState, RawBlendTree, RawCondition,
+    RawController, RawLayer, RawMotion, RawState, RawTransition,
 };
 use sinew_jobs::frame::PaletteEntry;
 use sinew_jobs::import::import_gltf;
@@ -117,8 +123,14 @@ pub struct CrowdSummary {
     pub frame_max: Duration,
     /// Per-node medians, in graph order.
     pub nodes: Vec<NodeMedian>,
-    /// Footstep (or any) events fired over the run.
+    /// Footstep (or any clip) events fired over the run.
     pub events_fired: u64,
+    /// Controller transitions started over the run (0 without a controller).
+    pub transitions: u64,
+    /// Simulated seconds measured (frames × dt).
+    pub simulated_seconds: f64,
+    /// Median time of the controller node.
+    pub controller_median: Duration,
     /// Entities despawned and respawned by churn.
     pub churned: u64,
     /// Bytes per character that live between frames (components and their heap data).
@@ -145,6 +157,10 @@ impl CrowdSummary {
     pub fn bones_per_second(&self) -> f64 {
         (self.count * self.bones_per_character) as f64 / self.frame_median.as_secs_f64().max(1e-12)
     }
+    /// Controller transitions started per simulated second.
+    pub fn transitions_per_second(&self) -> f64 {
+        self.transitions as f64 / self.simulated_seconds.max(1e-12)
+    }
     /// Microseconds per character per frame.
     pub fn us_per_character(&self) -> f64 {
         self.frame_median.as_secs_f64() * 1e6 / self.count.max(1) as f64
@@ -166,6 +182,9 @@ impl CrowdSummary {
             "state_bytes_per_character": self.state_bytes_per_character,
             "frame_bytes_per_character": self.frame_bytes_per_character,
             "events_fired": self.events_fired,
+            "controller_median_ms": self.controller_median.as_secs_f64() * 1e3,
+            "transitions": self.transitions,
+            "transitions_per_second": self.transitions_per_second(),
             "churned": self.churned,
             "mean_distance_m": self.mean_distance,
             "palette_checksum": self.palette_checksum,
@@ -399,6 +418,175 @@ pub(crate) fn lod_animation(
     Some(AnimationToProcess::new(clip).at(phase))
 }
 
+/// The crowd's controller for a model: [`crowd_controller`] for the built-in character,
+/// `None` for a glTF model.
+fn model_controller(model: &Model) -> Result<Option<Arc<Controller>>, String> {
+    let ModelKind::Builtin {
+        walk,
+        run,
+        wave,
+        breathe,
+        idle,
+        mask,
+    } = &model.kind
+    else {
+        return Ok(None);
+    };
+    let c = BakedCharacter {
+        rig: model.rig.clone(),
+        mesh: model.mesh.clone(),
+        idle: idle.clone(),
+        walk: walk.clone(),
+        run: run.clone(),
+        wave: wave.clone(),
+        breathe: breathe.clone(),
+        upper_body_mask: mask.clone(),
+    };
+    crowd_controller(&c).map(Some)
+}
+
+/// The crowd's controller for the built-in character: parameters `speed` (m/s), `pace` (a
+/// speed multiplier past the run), `phase` and `breath_phase` (cycle offsets) and the trigger
+/// `wave`; layers `locomotion` (a 1D tree idle / walk / run at 0, [`WALK_SPEED`],
+/// [`RUN_SPEED`]), `upper body` (masked: an empty state and `wave`, in on the trigger over
+/// 0.25 s, out at its exit time 0.9 over 0.2 s) and `breathing` (additive).
+///
+/// # Errors
+/// The bake's error as a message (not expected for the built-in character).
+pub fn crowd_controller(c: &BakedCharacter) -> Result<Arc<Controller>, String> {
+    let (idle, walk, run, wave, breathe, mask) = (
+        &c.idle,
+        &c.walk,
+        &c.run,
+        &c.wave,
+        &c.breathe,
+        &c.upper_body_mask,
+    );
+    let locomotion = RawBlendTree::one_d("speed")
+        .child(RawMotion::clip(idle.name()), 0.0)
+        .child(RawMotion::clip(walk.name()), WALK_SPEED)
+        .child(RawMotion::clip(run.name()), RUN_SPEED);
+    let raw = RawController::new("crowd")
+        .float("speed", 0.0)
+        .float("pace", 1.0)
+        .float("phase", 0.0)
+        .float("breath_phase", 0.0)
+        .trigger("wave")
+        .layer(
+            RawLayer::new("locomotion").state(
+                RawState::tree("move", locomotion)
+                    .speed_parameter("pace")
+                    .cycle_offset_parameter("phase"),
+            ),
+        )
+        .layer(
+            RawLayer::new("upper body")
+                .mask(mask.name())
+                .state(
+                    RawState::empty("none").transition(
+                        RawTransition::to("wave")
+                            .duration(0.25)
+                            .when(RawCondition::trigger("wave")),
+                    ),
+                )
+                .state(
+                    RawState::clip("wave", wave.name())
+                        .transition(RawTransition::to("none").exit_time(0.9).duration(0.2)),
+                ),
+        )
+        .layer(RawLayer::new("breathing").additive().state(
+            RawState::clip("breathe", breathe.name()).cycle_offset_parameter("breath_phase"),
+        ));
+    let assets = ControllerAssets::new()
+        .clip(idle.clone())
+        .clip(walk.clone())
+        .clip(run.clone())
+        .clip(wave.clone())
+        .clip(breathe.clone())
+        .mask(mask.clone());
+    raw.bake(&c.rig, &assets)
+        .map(Arc::new)
+        .map_err(|e| format!("crowd controller: {e}"))
+}
+
+/// Character `i`'s controller state: speed drawn in [1, 4] m/s as the plain crowd draws it,
+/// staggered phases.
+///
+/// # Errors
+/// A message if `controller` is not [`crowd_controller`]'s for `rig`.
+pub fn controller_state_for(
+    controller: &Arc<Controller>,
+    rig: &sinew_jobs::asset::Rig,
+    i: u64,
+) -> Result<ControllerState, String> {
+    let e = |e: sinew_jobs::controller::ControllerError| format!("character {i}: {e}");
+    let mut s = ControllerState::new(controller.clone(), rig).map_err(e)?;
+    let speed = 1.0 + 3.0 * hash01(i, 1);
+    s.set_float("speed", speed.min(RUN_SPEED)).map_err(e)?;
+    s.set_float("pace", (speed / RUN_SPEED).max(1.0))
+        .map_err(e)?;
+    s.set_float("phase", hash01(i, 2)).map_err(e)?;
+    s.set_float("breath_phase", hash01(i, 3)).map_err(e)?;
+    Ok(s)
+}
+
+/// Every fourth character waves once every [`WAVE_PERIOD_FRAMES`] frames, at its own phase.
+pub const WAVE_PERIOD_FRAMES: u64 = 240;
+
+fn waves_at(i: u64, frame: u64) -> bool {
+    i.is_multiple_of(4)
+        && (frame + (hash01(i, 4) * WAVE_PERIOD_FRAMES as f32) as u64)
+            .is_multiple_of(WAVE_PERIOD_FRAMES)
+}
+
+pub(crate) type ControlledBundle = (
+    RigRef,
+    Animations,
+    LayerWeights,
+    FrameSlot,
+    SamplingCursors,
+    SkinRef,
+    EntityTransform,
+    RootMotion,
+    FiredEvents,
+    CurveValues,
+    ControllerState,
+);
+
+/// Spawns character `i`: with a controller when there is one (its animation list starts
+/// empty: the controller writes it), else playing [`character`]'s clips.
+fn spawn_character(
+    store: &mut Store,
+    model: &Model,
+    controller: Option<&Arc<Controller>>,
+    i: u64,
+    grid: usize,
+) -> Result<Entity, String> {
+    let b = character(model, i, grid, None);
+    let r = match controller {
+        None => store.spawn(b),
+        Some(c) => store.spawn(controlled(b, controller_state_for(c, &model.rig, i)?)),
+    };
+    r.map_err(|e| format!("spawn: {e}"))
+}
+
+fn controlled(b: CrowdBundle, state: ControllerState) -> ControlledBundle {
+    let (rig, _, lw, slot, cursors, skin, transform, root, events, curves) = b;
+    (
+        rig,
+        Animations::default(),
+        lw,
+        slot,
+        cursors,
+        skin,
+        transform,
+        root,
+        events,
+        curves,
+        state,
+    )
+}
+
 /// Distance between neighbours of the crowd's grid, metres.
 pub const SPACING: f32 = 2.0;
 
@@ -488,9 +676,29 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     let clips = lod_clips(&model);
     let lod_setup = lod_rate.map(|r| (r, &clips[..]));
     let mut store = Store::new();
-    let mut entities: Vec<Entity> = store
-        .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, lod_setup)))
-        .map_err(|e| format!("spawn: {e}"))?;
+    // The LOD crowd keeps plain clips (its tiers hand clocks over by clip).
+    let controller = match lod_setup {
+        None => model_controller(&model)?,
+        Some(_) => None,
+    };
+    let mut entities: Vec<Entity> = match &controller {
+        None => store
+            .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, lod_setup)))
+            .map_err(|e| format!("spawn: {e}"))?,
+        Some(c) => {
+            let bundles = (0..opts.count as u64)
+                .map(|i| {
+                    controller_state_for(c, &model.rig, i)
+                        .map(|s| controlled(character(&model, i, grid, None), s))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            store
+                .spawn_batch(bundles)
+                .map_err(|e| format!("spawn: {e}"))?
+        }
+    };
+    // Which character each entity is (churn replaces them), for the wave triggers.
+    let mut ids: Vec<u64> = (0..opts.count as u64).collect();
     let mut lod = match (opts.lod, lod_rate) {
         (Some(distance), Some(rate)) => {
             let switch = LodSwitch::new(distance, opts.lod_hysteresis.unwrap_or(0.1 * distance))
@@ -561,6 +769,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     let mut node_times: Vec<Vec<Duration>> = Vec::new();
     let mut node_names: Vec<String> = Vec::new();
     let mut events_fired = 0u64;
+    let mut transitions = 0u64;
     let mut churned = 0u64;
     let frames_per_second = (1.0 / opts.dt).round().max(1.0) as usize;
     let mut next_id = opts.count as u64;
@@ -574,9 +783,10 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                 store
                     .despawn(entities[slot])
                     .map_err(|e| format!("churn despawn: {e}"))?;
-                entities[slot] = store
-                    .spawn(character(&model, next_id, grid, None))
-                    .map_err(|e| format!("churn spawn: {e}"))?;
+                entities[slot] =
+                    spawn_character(&mut store, &model, controller.as_ref(), next_id, grid)
+                        .map_err(|e| format!("churn {e}"))?;
+                ids[slot] = next_id;
                 next_id += 1;
                 churned += 1;
             }
@@ -585,6 +795,17 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         let needed = entities.len() * model.mesh.bone_count();
         if gpu.is_none() && palette.len() < needed {
             palette.resize(needed, [0.0; 12]);
+        }
+        if controller.is_some() {
+            for (&e, &i) in entities.iter().zip(&ids) {
+                if waves_at(i, frame as u64) {
+                    store
+                        .get_mut::<ControllerState>(e)
+                        .map_err(|e| e.to_string())?
+                        .set_trigger("wave")
+                        .map_err(|e| e.to_string())?;
+                }
+            }
         }
         let bookkeeping_before = match lod.as_mut() {
             Some(l) => l.before(&mut store, frame)?,
@@ -647,10 +868,18 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             .map_err(|e| e.to_string())?
             .with::<Animations>();
         q.for_each(|_, ev| {
-            events_fired +=
-                ev.0.iter()
-                    .filter(|f| f.name == footstep || opts.gltf.is_some())
-                    .count() as u64
+            for f in &ev.0 {
+                match f.source {
+                    EventSource::Clip => {
+                        events_fired += u64::from(f.name == footstep || opts.gltf.is_some());
+                    }
+                    EventSource::Controller {
+                        kind: ControllerEventKind::TransitionStart { .. },
+                        ..
+                    } => transitions += 1,
+                    EventSource::Controller { .. } => {}
+                }
+            }
         });
         drop(q);
         progress.set_position(frame as u64);
@@ -714,11 +943,22 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             .map_err(|e| e.to_string())?;
         q.for_each(|_, c| sum += c.0.capacity() * 4);
         drop(q);
+        // The controller state's heap part (its inline part is in the bundle's size).
+        let mut q = store
+            .query::<&ControllerState>()
+            .map_err(|e| e.to_string())?;
+        q.for_each(|_, c| sum += c.bytes() - std::mem::size_of::<ControllerState>());
+        drop(q);
         // The baked tier's animations are kept aside by the LOD state.
         sum += lod.as_ref().map_or(0, LodState::parked_animation_bytes);
         sum / entities.len().max(1)
     };
-    let state_bytes_per_character = std::mem::size_of::<CrowdBundle>() + anim_heap;
+    let bundle = if controller.is_some() {
+        std::mem::size_of::<ControlledBundle>()
+    } else {
+        std::mem::size_of::<CrowdBundle>()
+    };
+    let state_bytes_per_character = bundle + anim_heap;
     // The frame buffers as they are after the run (with the fused chain, local poses and
     // model matrices stay in per-worker scratch and these buffers are empty).
     let frame_bytes_per_character = {
@@ -738,6 +978,12 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             + mesh_bones * entities.len() * std::mem::size_of::<PaletteEntry>();
         total / entities.len().max(1)
     };
+    let controller_median = node_names
+        .iter()
+        .zip(node_times.iter_mut())
+        .find(|(n, _)| n.as_str() == "controller")
+        .map_or(Duration::ZERO, |(_, v)| median(v));
+    let simulated_seconds = frame_times.len() as f64 * f64::from(opts.dt);
     Ok(CrowdSummary {
         model: model.name,
         count: entities.len(),
@@ -757,6 +1003,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             })
             .collect(),
         events_fired,
+        transitions,
+        simulated_seconds,
+        controller_median,
         churned,
         state_bytes_per_character,
         frame_bytes_per_character,
@@ -914,6 +1163,12 @@ pub fn format_summary(s: &CrowdSummary) -> String {
         s.state_bytes_per_character, s.frame_bytes_per_character
     );
     out += &format!("  events fired    {}\n", s.events_fired);
+    out += &format!(
+        "  controller      median {:.3} ms ({:.1}% of the frame), {:.1} transitions/s\n",
+        ms(s.controller_median),
+        100.0 * s.controller_median.as_secs_f64() / s.frame_median.as_secs_f64().max(1e-12),
+        s.transitions_per_second()
+    );
     if s.churned > 0 {
         out += &format!(
             "  churn           {} characters despawned and respawned\n",

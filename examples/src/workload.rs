@@ -250,7 +250,9 @@ pub fn setup_with(
                 Ok(())
             },
         ));
-        b.add_edge(clock, nodes.bone_offsets);
+        // Before the controller node, the other writer of animation lists (it drives no
+        // entity here), and so before job 1.
+        b.add_edge(clock, nodes.controller);
     })
     .map_err(|e| e.to_string())?;
     Ok((store, animator))

@@ -23,9 +23,20 @@ fn summary_reports_every_job_events_and_root_motion() {
     assert_eq!(s.threads, 2);
     assert_eq!(s.bones_per_character, 45);
     let names: Vec<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
-    // Clock, 1, 2, 3, 5, 8, then 4·6·7·9 fused and the exposed-bone step of 7.
-    assert_eq!(names.len(), 8, "{names:?}");
+    // Clock, controller, 1, 2, 3, 5, the controller's events, 8, then 4·6·7·9 fused and the
+    // exposed-bone step of 7.
+    assert_eq!(names.len(), 10, "{names:?}");
     assert!(names.contains(&"4·6·7·9 pose chain") && names.contains(&"3 per-bone info"));
+    assert!(names.contains(&"controller") && names.contains(&"controller events"));
+    // Every fourth character (10 of 40) is triggered once per 240 frames at its own phase, so
+    // over 120 frames each starts at most one wave and at most one way out of it (a wave
+    // leaves at 0.9 of its 2 s): between 1 and 20 transitions, with phases spread evenly.
+    assert!(
+        (1..=20).contains(&s.transitions),
+        "{} transitions",
+        s.transitions
+    );
+    assert!(s.controller_median > std::time::Duration::ZERO);
     // Two seconds of walking or running: every character plants each foot at least once.
     assert!(s.events_fired >= 2 * 40, "{} footsteps", s.events_fired);
     // Speeds are drawn in [1, 4] m/s and root motion moves each character at its speed, so the
@@ -59,12 +70,14 @@ fn summary_reports_every_job_events_and_root_motion() {
         "M bones/s",
         "per character",
         "4·6·7·9 pose chain",
+        "transitions/s",
     ] {
         assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
     }
     let json = s.to_json();
     assert_eq!(json["count"], 40);
-    assert_eq!(json["nodes"].as_array().unwrap().len(), 8);
+    assert_eq!(json["nodes"].as_array().unwrap().len(), 10);
+    assert_eq!(json["transitions"], s.transitions);
 }
 
 #[test]
@@ -455,4 +468,62 @@ fn lod_on_the_gpu_path_switches_as_on_the_cpu() {
     let s = gpu.gpu.as_ref().unwrap();
     assert_eq!(s.rasteriser, sinew_gpu::crowd_frames::Rasteriser::Graphics);
     assert!(s.lod);
+/// The controller-driven crowd gives the same palettes, bit for bit, on 1 and 4 threads, with
+/// waves triggered part way.
+#[test]
+fn controller_crowd_palettes_are_bit_identical_across_thread_counts() {
+    use sinew_examples::crowd::{controller_state_for, crowd_controller};
+    use sinew_jobs::animator::Animator;
+    use sinew_jobs::asset::AssetRegistry;
+    use sinew_jobs::component::{FiredEvents, skinned};
+    use sinew_jobs::controller::ControllerState;
+    use sinew_runtime::store::Store;
+    let c = sinew_fixtures::builtin::bake_character(&AssetRegistry::new()).unwrap();
+    let ctl = crowd_controller(&c).unwrap();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut store = Store::new();
+            let es: Vec<_> = (0..300u64)
+                .map(|i| {
+                    let e = store
+                        .spawn(skinned(c.rig.clone(), c.mesh.clone(), vec![]))
+                        .unwrap();
+                    store
+                        .insert(e, controller_state_for(&ctl, &c.rig, i).unwrap())
+                        .unwrap();
+                    store.insert(e, FiredEvents::default()).unwrap();
+                    e
+                })
+                .collect();
+            let mut animator = Animator::new(&mut store).unwrap();
+            let mut out = Vec::new();
+            for frame in 0..90 {
+                if frame == 10 {
+                    for &e in es.iter().step_by(3) {
+                        store
+                            .get_mut::<ControllerState>(e)
+                            .unwrap()
+                            .set_trigger("wave")
+                            .unwrap();
+                    }
+                }
+                animator.run_frame(&mut store, 1.0 / 60.0).unwrap();
+                out.extend(
+                    animator
+                        .palettes(&store)
+                        .iter()
+                        .flatten()
+                        .map(|x| x.to_bits()),
+                );
+            }
+            out
+        })
+    };
+    let one = run(1);
+    assert!(!one.is_empty());
+    assert!(one == run(4), "palettes differ between 1 and 4 threads");
 }

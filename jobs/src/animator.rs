@@ -50,7 +50,11 @@ impl Animator {
     /// A node that edits poses (writes [`LocalPoses`] or [`ModelPoses`]) needs
     /// [`PoseChain::Staged`], where those buffers exist
     /// between jobs, and an edge to [`PipelineNodes::skinning`] so that its edits reach this
-    /// frame's palettes.
+    /// frame's palettes. A node that writes
+    /// [`Animations`](crate::component::Animations) or
+    /// [`LayerWeights`](crate::component::LayerWeights) (a clock of its own, say) needs an edge
+    /// to [`PipelineNodes::controller`], which rewrites them for controller-driven entities
+    /// before job 1.
     ///
     /// # Errors
     /// [`GraphBuildError`] when the user's additions make a cycle or an unordered write
@@ -269,12 +273,28 @@ fn explain_build_error(
     chain: PoseChain,
     nodes: &PipelineNodes,
 ) -> GraphBuildError {
-    if let GraphBuildError::UnorderedWriteConflict { b, type_name, .. } = &e {
+    if let GraphBuildError::UnorderedWriteConflict { a, b, type_name } = &e {
         let pose = ["::ModelPoses", "::LocalPoses"]
             .iter()
             .find(|t| type_name.ends_with(*t));
         if let Some(pose) = pose {
             return pose_editor_error(b.clone(), &pose[2..], chain, None);
+        }
+        let list = ["::Animations", "::LayerWeights"]
+            .iter()
+            .find(|t| type_name.ends_with(*t));
+        if let (Some(list), true) = (list, a == "controller") {
+            return GraphBuildError::Misplaced {
+                node: b.clone(),
+                problem: format!(
+                    "it writes `{}`, which the `controller` node rewrites each frame for the \
+                     entities that have a `ControllerState`",
+                    &list[2..]
+                ),
+                fix: "order it before the controller: add an edge from it to \
+                      `PipelineNodes::controller` (which runs before job 1)"
+                    .into(),
+            };
         }
         return e;
     }

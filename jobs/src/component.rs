@@ -151,6 +151,11 @@ impl Animations {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
+    /// The list itself, for the controller job, which rewrites it in layer order and reuses
+    /// its entries.
+    pub(crate) fn list_mut(&mut self) -> &mut Vec<AnimationToProcess> {
+        &mut self.list
+    }
     /// Advances every animation by `dt · speed` seconds (previous time := time).
     pub fn advance(&mut self, dt: f32) {
         for a in &mut self.list {
@@ -281,6 +286,24 @@ pub struct FiredEvent {
     pub animation: u16,
     /// Effective weight of that animation.
     pub weight: f32,
+    /// What fired it: a clip (job 5) or the entity's controller.
+    pub source: EventSource,
+}
+
+/// What fired an event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EventSource {
+    /// A clip's event, passed by playback (job 5).
+    #[default]
+    Clip,
+    /// The entity's [`ControllerState`](crate::controller::ControllerState): `animation` is
+    /// `u16::MAX`, `time` the state's normalised time, `weight` the state's weight.
+    Controller {
+        /// The controller layer.
+        layer: u8,
+        /// What happened.
+        kind: crate::controller::ControllerEventKind,
+    },
 }
 
 /// Events fired during the last frame (cleared every frame by the user-curve job).

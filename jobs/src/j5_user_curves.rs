@@ -4,7 +4,7 @@
 
 use crate::asset::Clip;
 use crate::component::{
-    AnimationToProcess, Animations, CurveValues, FiredEvent, FiredEvents, LayerWeights,
+    AnimationToProcess, Animations, CurveValues, EventSource, FiredEvent, FiredEvents, LayerWeights,
 };
 use crate::error::{JobError, check_len};
 use sinew_runtime::store::Entity;
@@ -66,6 +66,7 @@ impl UserCurvesJob<'_> {
                                 payload: ev.payload,
                                 animation: k as u16,
                                 weight: w,
+                                source: EventSource::Clip,
                             });
                         }
                     });

@@ -8,8 +8,11 @@
 //! - The nine jobs, one module each (`j1_bone_offsets` … `j9_skinning`, plus [`pose_chain`],
 //!   jobs 4, 6, 7 and 9 fused per entity): structs with `validate()` and `run()` over borrowed
 //!   slices, usable on their own; [`pipeline`] registers them as graph nodes.
+//! - [`controller`]: parameters, state machines and blend trees that write each entity's
+//!   animation list every frame (docs/controller.md).
 //! - Units an embedder opts into with Cargo features: `gltf` (default; [`import`]), `rbf`
-//!   (`deform`), `baked` (`bake_texture`, `lod`) and `mesh-lod` (`asset::simplify_mesh`).
+//!   (`deform`), `baked` (`bake_texture`, `lod`), `mesh-lod` (`asset::simplify_mesh`) and
+//!   `json` (controllers described in JSON).
 //!
 //! A two-bone arm, a clip that bends its elbow by 90°, a mesh with one vertex at the tip, and
 //! the palette that skins it:
@@ -85,6 +88,7 @@ pub mod asset;
 #[cfg(feature = "baked")]
 pub mod bake_texture;
 pub mod component;
+pub mod controller;
 #[cfg(feature = "rbf")]
 pub mod deform;
 pub mod error;

@@ -305,8 +305,9 @@ fn layers_masks_additive_and_rest_fill() {
 
 #[test]
 fn empty_crowd_runs_and_produces_nothing() {
-    // Clock, jobs 1 to 9 (4, 6, 7 and 9 as one node, then exposed bones) or all nine.
-    for (config, nodes) in [(PipelineConfig::default(), 8), (staged(), 10)] {
+    // Clock, controller, jobs 1 to 9 (4, 6, 7 and 9 as one node, then exposed bones) or all
+    // nine, and the controller-event node.
+    for (config, nodes) in [(PipelineConfig::default(), 10), (staged(), 12)] {
         let mut store = Store::new();
         let mut animator = Animator::with(&mut store, config, |_, _| {}).unwrap();
         for _ in 0..3 {
@@ -842,8 +843,9 @@ fn layout_before_the_first_frame_and_the_instance_table_after_churn() {
     }
 }
 
-/// The staged graph prints the seed's edges (1 → 2 → 3 → 4 → {5, 6}; 6 → 7 → 9; 8 → 9); the
-/// fused one shows jobs 4, 6, 7 and 9 as one node, with job 5 beside it.
+/// The staged graph prints the seed's edges (1 → 2 → 3 → 4 → {5, 6}; 6 → 7 → 9; 8 → 9), with
+/// the controller between the clock and job 1 and its events after job 5; the fused one shows
+/// jobs 4, 6, 7 and 9 as one node, with job 5 beside it.
 #[test]
 fn the_printed_graph_has_the_seed_edges() {
     let mut store = Store::new();
@@ -858,10 +860,12 @@ fn the_printed_graph_has_the_seed_edges() {
             ("3 per-bone info", "4 sample + blend"),
             ("4 sample + blend", "5 user curves"),
             ("4 sample + blend", "6 root motion"),
+            ("5 user curves", "controller events"),
             ("6 root motion", "7 propagate"),
             ("7 propagate", "9 skinning"),
             ("8 remap cache", "9 skinning"),
-            ("advance clocks", "1 bone offsets"),
+            ("advance clocks", "controller"),
+            ("controller", "1 bone offsets"),
         ]
     );
     let fused = Animator::new(&mut store).unwrap();

@@ -1,10 +1,14 @@
 //! Registers the nine jobs as graph nodes, with the frame buffers they share.
 //!
 //! ```text
-//!  [advance clocks] ─► 1 bone offsets ─► 2 prefix sum ─► 3 per-bone info ─► 4 sample + blend ─┬► 5 user curves
-//!                                                                                             └► 6 root motion ─► 7 propagate ─► 9 skinning
-//!                                                              8 remap cache (beside 1–7) ──────────────────────────────────────┘
+//!  [advance clocks] ─► controller ─► 1 bone offsets ─► 2 prefix sum ─► 3 per-bone info ─► 4 sample + blend ─┬► 5 user curves ─► controller events
+//!                                                                                                           └► 6 root motion ─► 7 propagate ─► 9 skinning
+//!                                                                            8 remap cache (beside 1–7) ──────────────────────────────────────┘
 //! ```
+//!
+//! The controller node advances every entity's
+//! [`ControllerState`](crate::controller::ControllerState) and rewrites its animation list; it
+//! costs nothing for entities without one.
 //!
 //! The graph is data: [`register`] returns the node ids, so a user can add a node (IK, a
 //! constraint) with edges `propagate → it → skinning` without editing the library.
@@ -18,6 +22,7 @@
 
 mod advance_clocks;
 mod bone_offsets;
+mod controller;
 mod exposed_bones;
 mod frame_ranges;
 mod per_bone_info;
@@ -38,6 +43,7 @@ use crate::j8_remap_cache::RemapCache;
 use advance_clocks::AdvanceClocksNode;
 use bone_offsets::BoneOffsetsNode;
 pub(crate) use bone_offsets::ClockCheckedBindings;
+use controller::{ControllerEventsNode, ControllerNode};
 use exposed_bones::ExposedBonesNode;
 use per_bone_info::PerBoneInfoNode;
 use pose_chain::PoseChainNode;
@@ -157,6 +163,12 @@ impl PoseChain {
 pub struct PipelineNodes {
     /// The clock node, when configured.
     pub advance_clocks: Option<NodeId>,
+    /// The controller node (after the clock, before job 1): advances every
+    /// [`ControllerState`](crate::controller::ControllerState) and writes its entity's
+    /// animation list and layer weights.
+    pub controller: NodeId,
+    /// The node that appends controller events to `FiredEvents` (after job 5).
+    pub controller_events: NodeId,
     /// Job 1.
     pub bone_offsets: NodeId,
     /// Job 2.
@@ -224,14 +236,21 @@ pub fn register(
     let advance_clocks = config
         .advance_clocks
         .then(|| builder.add_node(AdvanceClocksNode));
+    // The controller runs after the clock (whose binding checks cover last frame's list, and
+    // whose advance it overwrites for the entities it drives) and before job 1.
+    let controller = builder.add_node(ControllerNode);
     let bone_offsets = builder.add_node(BoneOffsetsNode);
     let prefix_sum = builder.add_node(PrefixSumNode);
     let per_bone_info = builder.add_node(PerBoneInfoNode);
     let user_curves = builder.add_node(UserCurvesNode);
+    let controller_events = builder.add_node(ControllerEventsNode);
     let remap_cache = builder.add_node(RemapCacheNode);
     if let Some(a) = advance_clocks {
-        builder.add_edge(a, bone_offsets);
+        builder.add_edge(a, controller);
     }
+    builder
+        .add_edge(controller, bone_offsets)
+        .add_edge(user_curves, controller_events);
     builder
         .add_edge(bone_offsets, prefix_sum)
         .add_edge(prefix_sum, per_bone_info);
@@ -250,6 +269,8 @@ pub fn register(
                 .add_edge(chain, exposed_bones);
             Ok(PipelineNodes {
                 advance_clocks,
+                controller,
+                controller_events,
                 bone_offsets,
                 prefix_sum,
                 per_bone_info,
@@ -276,6 +297,8 @@ pub fn register(
                 .add_edge(remap_cache, skinning);
             Ok(PipelineNodes {
                 advance_clocks,
+                controller,
+                controller_events,
                 bone_offsets,
                 prefix_sum,
                 per_bone_info,
