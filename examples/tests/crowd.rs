@@ -468,6 +468,8 @@ fn lod_on_the_gpu_path_switches_as_on_the_cpu() {
     let s = gpu.gpu.as_ref().unwrap();
     assert_eq!(s.rasteriser, sinew_gpu::crowd_frames::Rasteriser::Graphics);
     assert!(s.lod);
+}
+
 /// The controller-driven crowd gives the same palettes, bit for bit, on 1 and 4 threads, with
 /// waves triggered part way.
 #[test]
