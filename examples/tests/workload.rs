@@ -137,7 +137,7 @@ fn layered_local_poses_are_the_masked_blend_of_the_three_clips() {
     // 0.35/0.15/0.5 do). Computed here from the reference sampler (`Clip::sample_bone`, which
     // searches every key) and blended by hand, against the staged pipeline's local poses
     // (whose palettes are the fused chain's, bit for bit: the last assertion).
-    const TOLERANCE: f32 = 1e-6; // measured worst: 6e-8
+    const TOLERANCE: f32 = 1e-6; // translations relative to their size
     let fox = fox();
     let bones = fox.rig.bone_count();
     let table = RemapTable::build(&fox.rig, &fox.mesh);
@@ -198,11 +198,12 @@ fn layered_local_poses_are_the_masked_blend_of_the_three_clips() {
                 let got = poses[first + b];
                 let dq = Vec4::from(got.rotation) - Vec4::from(want.rotation);
                 let dq_flip = Vec4::from(got.rotation) + Vec4::from(want.rotation);
-                let err = (got.translation - want.translation)
-                    .abs()
-                    .max_element()
-                    .max((got.scale - want.scale).abs().max_element())
-                    .max(dq.abs().max_element().min(dq_flip.abs().max_element()));
+                // Relative to the translation's size: Fox is in centimetres, and the SoA path's
+                // fused multiply-adds round a 40 cm translation differently in its last bit.
+                let err = ((got.translation - want.translation).abs().max_element()
+                    / want.translation.length().max(1.0))
+                .max((got.scale - want.scale).abs().max_element())
+                .max(dq.abs().max_element().min(dq_flip.abs().max_element()));
                 worst = worst.max(err);
                 assert!(
                     err < TOLERANCE,
