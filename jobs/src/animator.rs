@@ -6,9 +6,10 @@ use crate::frame::{
     PaletteOffsets,
 };
 use crate::pipeline::{
-    FrameTime, PipelineConfig, PipelineNodes, PoseChain, insert_resources, register,
-    register_layout,
+    FrameTime, PipelineConfig, PipelineNodes, PoseChain, insert_resources, register_layout,
+    register_with_stages,
 };
+use crate::pose_stage::PoseStages;
 use sinew_runtime::graph::{FrameError, Graph, GraphBuildError, GraphBuilder, NodeTiming};
 use sinew_runtime::store::{Entity, Store};
 
@@ -59,9 +60,25 @@ impl Animator {
         config: PipelineConfig,
         extend: impl FnOnce(&mut GraphBuilder, &PipelineNodes),
     ) -> Result<Self, GraphBuildError> {
+        Self::with_stages(store, config, &PoseStages::new(), extend)
+    }
+
+    /// [`Animator::with`], plus per-entity `stages` (IK, constraints, foot placement: see
+    /// [`crate::ik`]) between job 7 and job 9, in both pipeline modes; the fast path for
+    /// editing poses. Each stage runs on the entities that have its input component, and the
+    /// graph orders it against the nodes that write that component.
+    ///
+    /// # Errors
+    /// As [`Animator::with`].
+    pub fn with_stages(
+        store: &mut Store,
+        config: PipelineConfig,
+        stages: &PoseStages,
+        extend: impl FnOnce(&mut GraphBuilder, &PipelineNodes),
+    ) -> Result<Self, GraphBuildError> {
         insert_resources(store);
         let mut builder = GraphBuilder::new();
-        let nodes = register(&mut builder, config)?;
+        let nodes = register_with_stages(&mut builder, config, stages)?;
         let pipeline_nodes = builder.len();
         extend(&mut builder, &nodes);
         let graph = builder

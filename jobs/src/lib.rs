@@ -89,6 +89,7 @@ pub mod component;
 pub mod deform;
 pub mod error;
 pub mod frame;
+pub mod ik;
 #[cfg(feature = "gltf")]
 pub mod import;
 pub mod j1_bone_offsets;
@@ -105,6 +106,7 @@ pub mod lod;
 pub mod math;
 pub mod pipeline;
 pub mod pose_chain;
+pub mod pose_stage;
 
 pub use j1_bone_offsets::BoneOffsetsJob;
 pub use j2_prefix_sum::PrefixSumJob;
