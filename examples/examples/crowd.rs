@@ -2,8 +2,9 @@
 //!
 //! `cargo run --release --example crowd` animates 10 000 built-in characters (walk/run blend by
 //! speed, additive breathing, a masked upper-body wave on every fourth, root motion, footstep
-//! events) through the nine-job graph and prints per-job medians, frame time, throughput and
-//! memory. See `--help` for options.
+//! events; feet placed on a height field, heads looking at the camera) through the nine-job
+//! graph and prints per-job medians, frame time, throughput and memory. See `--help` for
+//! options.
 
 use clap::Parser;
 use sinew_examples::crowd::{CrowdOptions, format_summary, run_crowd};
@@ -54,6 +55,9 @@ struct Args {
     /// print the largest difference (outside the timings).
     #[arg(long, requires = "lod")]
     lod_check: bool,
+    /// Turn off foot placement on the height field and the heads' look-at (to read their cost).
+    #[arg(long)]
+    no_ik: bool,
 }
 
 fn main() -> ExitCode {
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
         lod_hysteresis: args.lod_hysteresis,
         lod_rate: args.lod_rate,
         lod_check: args.lod_check,
+        ik: !args.no_ik,
         ..CrowdOptions::default()
     };
     match run_crowd(&opts) {

@@ -1,6 +1,8 @@
 //! The crowd: N characters on a grid, each blending walk and run by its speed, breathing on an
 //! additive layer, some waving on a masked upper-body layer; root motion moves them and
-//! footstep events are counted. Runs the nine-job graph and measures it.
+//! footstep events are counted. The built-in characters walk on a gentle height field with
+//! their feet placed on it, heads looking at the camera within a cone ([`crate::ground`]).
+//! Runs the nine-job graph and measures it.
 
 use crate::lod::{LodState, LodSummary};
 use glam::{Quat, Vec3};
@@ -55,6 +57,8 @@ pub struct CrowdOptions {
     /// With `lod`: measure the pose difference between the two paths on every switch frame
     /// (outside the timings).
     pub lod_check: bool,
+    /// Foot placement on the height field and the heads' look-at (built-in character only).
+    pub ik: bool,
 }
 
 impl Default for CrowdOptions {
@@ -73,6 +77,7 @@ impl Default for CrowdOptions {
             lod_hysteresis: None,
             lod_rate: None,
             lod_check: false,
+            ik: true,
         }
     }
 }
@@ -476,6 +481,22 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         }
         _ => None,
     };
+    let procedural = opts
+        .ik
+        .then(|| {
+            let eye = crate::ground::camera_eye(grid, SPACING);
+            crate::ground::Procedural::for_rig(&model.rig, eye)
+        })
+        .flatten();
+    if let Some(p) = &procedural {
+        for &e in &entities {
+            p.equip(&mut store, e)?;
+        }
+    }
+    let stages = match procedural {
+        Some(_) => crate::ground::stages(),
+        None => sinew_jobs::pose_stage::PoseStages::new(),
+    };
     let starts: Vec<Vec3> = entities
         .iter()
         .map(|&e| {
@@ -485,7 +506,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                 .unwrap_or_default()
         })
         .collect();
-    let mut animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
+    let config = sinew_jobs::pipeline::PipelineConfig::default();
+    let mut animator = Animator::with_stages(&mut store, config, &stages, |_, _| {})
+        .map_err(|e| format!("graph: {e}"))?;
     let footstep = bone_hash(FOOTSTEP);
     // Drawn only on a terminal, so that piped output (`--json`, logs) stays clean.
     let progress = if opts.progress && std::io::stdout().is_terminal() {
@@ -520,6 +543,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                 entities[slot] = store
                     .spawn(character(&model, next_id, grid, None))
                     .map_err(|e| format!("churn spawn: {e}"))?;
+                if let Some(p) = &procedural {
+                    p.equip(&mut store, entities[slot])?;
+                }
                 next_id += 1;
                 churned += 1;
             }
