@@ -17,13 +17,16 @@
 //!   Without it the axis is the normal of the current bend plane.
 //! - **twist_angle** turns about the start–target line, after the pole alignment.
 //! - Without a pole vector the chain keeps its bend plane, swung onto the target.
+//! - **weight** moves the end's goal along the line from where the end is to the full-weight
+//!   solution (and scales the pole turn and the twist), so the end nears the target steadily
+//!   as the weight grows; ozz slerps the two corrections towards identity instead, which can
+//!   swing the end away from the target at mid weights.
 //! - **reached** says whether the full-weight solution puts the end within 1e-4 chain lengths
 //!   of the target; it does not depend on `weight`.
 
 use super::{
     TargetSpace, angle_about, arc, check_bone, check_descends, check_direction, check_finite,
     check_hierarchy, check_unit_range, local_correction, rotate_subtree, rotation_of, to_model,
-    weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -196,7 +199,7 @@ pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) 
     }
     let d = d.clamp((l1 - l2).abs(), chain);
 
-    // Hinge: turn `v` about the axis so that |u − v'| = d.
+    // The hinge axis.
     let axis = match p.mid_axis {
         Some(local) => Vec3A::from(rotation_of(&mm) * local).normalize_or_zero(),
         None => u.cross(v).normalize_or_zero(),
@@ -207,46 +210,86 @@ pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) 
     } else {
         axis
     };
-    let q_mid = match angle_about(axis, u, v) {
-        Some(theta0) => {
-            let (ua, va) = (u.dot(axis), v.dot(axis));
-            let un = (u.length_squared() - ua * ua).max(0.0).sqrt();
-            let vn = (v.length_squared() - va * va).max(0.0).sqrt();
-            let want = 0.5 * (l1 * l1 + l2 * l2 - d * d) - ua * va;
-            let c = (want / (un * vn)).clamp(-1.0, 1.0);
-            let theta = c.acos();
-            let theta = if theta0 >= 0.0 { theta } else { -theta };
-            Quat::from_axis_angle(axis.into(), theta - theta0)
-        }
-        None => Quat::IDENTITY,
-    };
-
-    // Start: swing the new end onto the corrected target, then the pole, then the twist.
-    let e1 = m + q_mid * v;
-    let dir = st / dist;
-    let goal = dir * d;
-    let q_swing = if (e1 - s).length_squared() > tiny * tiny {
-        arc(e1 - s, goal)
+    let chain_pose = Chain { s, m, u, v, l1, l2, axis };
+    // The end's goal relative to the start: at full weight the reachable point towards the
+    // target; below it, that far along the line from the end's current place, so that the
+    // end nears the target steadily as the weight grows.
+    let full = st / dist * d;
+    let (full_mid, full_start, exact) = chain_pose.turns(full, p.pole_vector, 1.0, p.twist_angle);
+    let reached = exact && (full - st).length() <= 1e-4 * chain;
+    let (q_mid, q_start) = if p.weight >= 1.0 {
+        (full_mid, full_start)
     } else {
-        Quat::IDENTITY
+        let goal = (e - s).lerp(full, p.weight);
+        let goal_len = goal.length().clamp((l1 - l2).abs(), chain);
+        let goal = goal.try_normalize().unwrap_or(full / d) * goal_len;
+        let (q_mid, q_start, _) =
+            chain_pose.turns(goal, p.pole_vector, p.weight, p.twist_angle * p.weight);
+        (q_mid, q_start)
     };
-    let q_pole = match p.pole_vector {
-        Some(pole) => angle_about(dir, q_swing * (m - s), pole.into())
-            .map_or(Quat::IDENTITY, |a| Quat::from_axis_angle(dir.into(), a)),
-        None => Quat::IDENTITY,
-    };
-    let q_twist = Quat::from_axis_angle(dir.into(), p.twist_angle);
-    let q_start = (q_twist * q_pole * q_swing).normalize();
-    let end_full = s + q_start * (e1 - s);
-    let reached = (end_full - target).length() <= 1e-4 * chain;
-
-    let (q_mid_w, q_start_w) = (weighted(q_mid, p.weight), weighted(q_start, p.weight));
-    rotate_subtree(parents, model, p.mid, m, q_mid_w);
-    rotate_subtree(parents, model, p.start, s, q_start_w);
+    rotate_subtree(parents, model, p.mid, m, q_mid);
+    rotate_subtree(parents, model, p.start, s, q_start);
     TwoBoneResult {
-        start_correction: local_correction(rotation_of(&ms), q_start_w),
-        mid_correction: local_correction(rotation_of(&mm), q_mid_w),
+        start_correction: local_correction(rotation_of(&ms), q_start),
+        mid_correction: local_correction(rotation_of(&mm), q_mid),
         reached,
+    }
+}
+
+/// A chain's joints (start `s`, mid `m`), its bones from the mid joint (`u` to the start, `v`
+/// to the end) with their lengths, and the hinge axis (unit), in model space.
+struct Chain {
+    s: Vec3A,
+    m: Vec3A,
+    u: Vec3A,
+    v: Vec3A,
+    l1: f32,
+    l2: f32,
+    axis: Vec3A,
+}
+
+impl Chain {
+    /// The mid and start turns (model space, about their joints) that put the end at
+    /// `s + goal` (`|goal|` within reach), with the hinge turned `pole_share` of the way
+    /// towards the pole about the start–goal line, then by `twist` about it; and whether the
+    /// hinge could make the distance exactly.
+    fn turns(&self, goal: Vec3A, pole: Option<Vec3>, pole_share: f32, twist: f32) -> (Quat, Quat, bool) {
+        let (u, v, axis) = (self.u, self.v, self.axis);
+        let d = goal.length();
+        // Hinge: turn `v` about the axis so that |u − v'| = d, exactly, for any axis that is
+        // not along a bone (law of cosines on the bones' parts normal to the axis).
+        let (q_mid, exact) = match angle_about(axis, u, v) {
+            Some(theta0) => {
+                let (ua, va) = (u.dot(axis), v.dot(axis));
+                let un = (u.length_squared() - ua * ua).max(0.0).sqrt();
+                let vn = (v.length_squared() - va * va).max(0.0).sqrt();
+                let want = 0.5 * (self.l1 * self.l1 + self.l2 * self.l2 - d * d) - ua * va;
+                let c = want / (un * vn);
+                let theta = c.clamp(-1.0, 1.0).acos();
+                let theta = if theta0 >= 0.0 { theta } else { -theta };
+                (
+                    Quat::from_axis_angle(axis.into(), theta - theta0),
+                    c.abs() <= 1.0 + 1e-4,
+                )
+            }
+            None => (Quat::IDENTITY, false),
+        };
+        // Start: swing the new end onto the goal, then the pole, then the twist.
+        let e1 = self.m + q_mid * v - self.s;
+        let Some(dir) = goal.try_normalize() else {
+            return (q_mid, Quat::IDENTITY, false);
+        };
+        let q_swing = match e1.try_normalize() {
+            Some(_) => arc(e1, goal),
+            None => Quat::IDENTITY,
+        };
+        let q_pole = match pole {
+            Some(pole) => angle_about(dir, q_swing * (self.m - self.s), pole.into())
+                .map_or(Quat::IDENTITY, |a| Quat::from_axis_angle(dir.into(), a * pole_share)),
+            None => Quat::IDENTITY,
+        };
+        let q_twist = Quat::from_axis_angle(dir.into(), twist);
+        (q_mid, (q_twist * q_pole * q_swing).normalize(), exact)
     }
 }
 
