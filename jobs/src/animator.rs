@@ -48,7 +48,8 @@ impl Animator {
     /// A node that edits poses (writes [`LocalPoses`] or [`ModelPoses`]) needs
     /// [`PoseChain::Staged`], where those buffers exist
     /// between jobs, and an edge to [`PipelineNodes::skinning`] so that its edits reach this
-    /// frame's palettes.
+    /// frame's palettes. Per-entity edits (IK) are better installed as pose stages
+    /// ([`Animator::with_stages`]), which run inside the fused chain.
     ///
     /// # Errors
     /// [`GraphBuildError`] when the user's additions make a cycle or an unordered write
@@ -274,8 +275,9 @@ fn explain_build_error(
                 "it is ordered both after and before `{chain_name}`, the one node that runs jobs \
                  4, 6, 7 and 9 entity by entity in the fused pipeline"
             ),
-            fix: "to run it between two of those jobs (after 7 and before 9, say), build the \
-                  pipeline with `PoseChain::Staged`"
+            fix: "for a per-entity edit between 7 and 9 (IK, a constraint), install it as a \
+                  `PoseStage` with `Animator::with_stages`, which runs inside the chain; to run \
+                  a node between two of those jobs, build the pipeline with `PoseChain::Staged`"
                 .into(),
         },
         _ => e,
@@ -327,8 +329,10 @@ fn pose_editor_error(
                  palette",
                 PipelineNodes::FUSED_CHAIN_NAME
             ),
-            fix: "build the pipeline with `PoseChain::Staged` and order the node after \
-                  `PipelineNodes::propagate` and before `PipelineNodes::skinning`"
+            fix: "install a per-entity edit as a `PoseStage` with `Animator::with_stages` \
+                  (it runs inside the chain), or build the pipeline with `PoseChain::Staged` \
+                  and order the node after `PipelineNodes::propagate` and before \
+                  `PipelineNodes::skinning`"
                 .into(),
         },
         PoseChain::Staged => GraphBuildError::Misplaced {
