@@ -1,11 +1,12 @@
 //! Shared code of the sinew examples: the crowd simulation behind `cargo run --example crowd`
-//! (and its ground and procedural stages),
-//! the benchmark workload, the engine that owns its GPU device (`engine_device`), and the soak
-//! run of the default crowd (`soak`).
+//! (and its ground and procedural stages), the benchmark workload, the engine that owns its GPU
+//! device (`engine_device`), the soak run of the default crowd (`soak`), and the IK cases of
+//! `cargo run --example ik` (`ik_cases`).
 
 pub mod crowd;
 pub mod engine_device;
 pub mod ground;
+pub mod ik_cases;
 pub mod lod;
 pub mod obj;
 pub mod soak;
