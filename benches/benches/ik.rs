@@ -131,10 +131,12 @@ fn jobs(cr: &mut Criterion) {
             }
         })
     });
-    let spine: Vec<usize> = ["hips", "spine_01", "spine_02", "spine_03", "chest", "neck", "head"]
-        .iter()
-        .map(|n| bone(&rig, n))
-        .collect();
+    let spine: Vec<usize> = [
+        "hips", "spine_01", "spine_02", "spine_03", "chest", "neck", "head",
+    ]
+    .iter()
+    .map(|n| bone(&rig, n))
+    .collect();
     group.bench_function(BenchmarkId::new("FABRIK, 7-joint spine", N), |b| {
         b.iter(|| {
             for m in model.chunks_mut(bones) {

@@ -13,16 +13,24 @@ fn cols(m: Mat4) -> Vec<f32> {
 }
 
 fn quat(v: &Value) -> Quat {
-    let a: Vec<f32> = v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+    let a: Vec<f32> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect();
     Quat::from_xyzw(a[0], a[1], a[2], a[3])
 }
 
 #[test]
 fn corrections_put_the_end_on_the_target_and_bad_cases_say_why() {
-    let start = Mat4::from_rotation_translation(Quat::from_rotation_z(0.3), Vec3::new(0.0, 2.0, 0.0));
-    let mid = start * Mat4::from_rotation_translation(Quat::from_rotation_x(0.4), Vec3::new(0.0, -1.0, 0.0));
+    let start =
+        Mat4::from_rotation_translation(Quat::from_rotation_z(0.3), Vec3::new(0.0, 2.0, 0.0));
+    let mid = start
+        * Mat4::from_rotation_translation(Quat::from_rotation_x(0.4), Vec3::new(0.0, -1.0, 0.0));
     let end = mid * Mat4::from_translation(Vec3::new(0.0, -1.0, 0.0));
-    let joint = Mat4::from_rotation_translation(Quat::from_rotation_y(0.7), Vec3::new(1.0, 1.5, 0.0));
+    let joint =
+        Mat4::from_rotation_translation(Quat::from_rotation_y(0.7), Vec3::new(1.0, 1.5, 0.0));
     let target = Vec3::new(0.5, 0.8, 0.6);
     let look = Vec3::new(-2.0, 3.0, 4.0);
     let cases = json!([
@@ -53,10 +61,21 @@ fn corrections_put_the_end_on_the_target_and_bad_cases_say_why() {
     let s1 = s * Affine3A::from_quat(quat(&leg["start_correction"]));
     let m1 = s1 * (s.inverse() * m) * Affine3A::from_quat(quat(&leg["mid_correction"]));
     let e1 = m1 * (m.inverse() * e);
-    assert!((Vec3::from(e1.translation) - target).length() < 1e-4, "{}", e1.translation);
+    assert!(
+        (Vec3::from(e1.translation) - target).length() < 1e-4,
+        "{}",
+        e1.translation
+    );
 
     assert_eq!(results[1]["ok"], false);
-    assert!(results[1]["error"].as_str().unwrap().contains("weight is 2"), "{}", results[1]);
+    assert!(
+        results[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("weight is 2"),
+        "{}",
+        results[1]
+    );
 
     let head = &results[2];
     assert_eq!(head["ok"], true);
@@ -68,5 +87,10 @@ fn corrections_put_the_end_on_the_target_and_bad_cases_say_why() {
 
     assert_eq!(results[3]["id"], 4);
     assert_eq!(results[3]["ok"], false);
-    assert!(results[3]["error"].as_str().unwrap().contains("`joint` has 2 numbers"));
+    assert!(
+        results[3]["error"]
+            .as_str()
+            .unwrap()
+            .contains("`joint` has 2 numbers")
+    );
 }

@@ -249,7 +249,11 @@ fn soften_follows_its_curve_near_full_reach() {
             d
         };
         let got = pos(&model[3]) - start;
-        assert!((got.length() - want).abs() < 1e-4, "d {d}: {} vs {want}", got.length());
+        assert!(
+            (got.length() - want).abs() < 1e-4,
+            "d {d}: {} vs {want}",
+            got.length()
+        );
         assert!(got.normalize().dot(dir) > 1.0 - 1e-6);
         assert_eq!(r.reached, d <= da);
     }
@@ -316,7 +320,10 @@ fn bad_two_bone_input_is_a_typed_error() {
     // A zero-length shin.
     model[3] = model[2];
     let job = two_bone(&parents, &mut model, Vec3::ZERO);
-    assert_eq!(job.validate().unwrap_err(), StageError::ZeroLengthBone { bone: 2 });
+    assert_eq!(
+        job.validate().unwrap_err(),
+        StageError::ZeroLengthBone { bone: 2 }
+    );
     // Parents that are not depth-first.
     let bad_parents = [ROOT, 0, 1, 0, 2];
     let mut m = vec![Affine3A::IDENTITY; 5];
@@ -396,7 +403,9 @@ fn aim_points_the_forward_axis_from_the_offset_at_the_target() {
         // The correction, right-multiplied on the joint's rotation, gives its new rotation.
         let r0 = Quat::from_mat3a(&input[3].matrix3);
         let r1 = Quat::from_mat3a(&model[3].matrix3);
-        assert!((r0 * r.correction).abs_diff_eq(r1, 1e-5) || (r0 * r.correction).abs_diff_eq(-r1, 1e-5));
+        assert!(
+            (r0 * r.correction).abs_diff_eq(r1, 1e-5) || (r0 * r.correction).abs_diff_eq(-r1, 1e-5)
+        );
     }
 }
 
@@ -429,7 +438,9 @@ fn aim_at_weight_zero_and_inside_the_offset_leaves_the_pose() {
 
 /// A zig-zag chain of `n` joints with varied segment lengths.
 fn zigzag(n: usize) -> (Vec<u32>, Vec<Affine3A>) {
-    let parents: Vec<u32> = (0..n as u32).map(|i| if i == 0 { ROOT } else { i - 1 }).collect();
+    let parents: Vec<u32> = (0..n as u32)
+        .map(|i| if i == 0 { ROOT } else { i - 1 })
+        .collect();
     let local: Vec<Transform> = (0..n)
         .map(|i| {
             let a = if i % 2 == 0 { 0.3 } else { -0.25 };
@@ -478,7 +489,11 @@ fn fabrik_converges_on_chains_of_2_to_32_joints() {
         };
         job.validate().unwrap();
         let r = job.run();
-        assert!(r.reached, "{n} joints: error {} after {}", r.error, r.iterations);
+        assert!(
+            r.reached,
+            "{n} joints: error {} after {}",
+            r.error, r.iterations
+        );
         assert!(r.iterations <= 64);
         let miss = (pos(&model[n - 1]) - target).length();
         assert!(miss <= tolerance + 1e-4 * total, "{n} joints: {miss}");
@@ -536,7 +551,11 @@ fn fabrik_straightens_towards_an_unreachable_target_and_keeps_limits() {
     for i in 1..5 {
         let a = pos(&model[i]) - pos(&model[i - 1]);
         let b = pos(&model[i + 1]) - pos(&model[i]);
-        assert!(a.angle_between(b) <= limit + 1e-3, "joint {i}: {}", a.angle_between(b));
+        assert!(
+            a.angle_between(b) <= limit + 1e-3,
+            "joint {i}: {}",
+            a.angle_between(b)
+        );
     }
     // A free root moves the chain onto the target in one pass.
     let mut model = input.clone();
@@ -576,7 +595,10 @@ fn bad_fabrik_input_is_a_typed_error() {
         .validate()
         .unwrap_err()
     };
-    assert!(matches!(job(&[0], 1e-3, None), StageError::BadHierarchy { .. }));
+    assert!(matches!(
+        job(&[0], 1e-3, None),
+        StageError::BadHierarchy { .. }
+    ));
     assert_eq!(
         job(&[0, 2, 1], 1e-3, None),
         StageError::NotAChain {
@@ -586,7 +608,10 @@ fn bad_fabrik_input_is_a_typed_error() {
     );
     assert!(matches!(
         job(&[0, 1, 2], 0.0, None),
-        StageError::OutOfRange { what: "tolerance", .. }
+        StageError::OutOfRange {
+            what: "tolerance",
+            ..
+        }
     ));
     assert!(matches!(
         job(&[0, 1, 2], 1e-3, Some(&[])),
@@ -724,9 +749,30 @@ fn feet_are_planted_on_a_slope_and_aligned_to_it() {
     let (parents, local, placement) = biped();
     let input = propagate(&parents, &local);
     for (slope, place) in [
-        (Slope { h0: 0.1, sx: 0.2, sz: 0.0 }, Vec3::new(0.0, 0.0, 0.0)),
-        (Slope { h0: -0.05, sx: -0.1, sz: 0.25 }, Vec3::new(3.0, 0.0, -2.0)),
-        (Slope { h0: 0.3, sx: 0.0, sz: -0.3 }, Vec3::new(-1.0, 0.0, 1.0)),
+        (
+            Slope {
+                h0: 0.1,
+                sx: 0.2,
+                sz: 0.0,
+            },
+            Vec3::new(0.0, 0.0, 0.0),
+        ),
+        (
+            Slope {
+                h0: -0.05,
+                sx: -0.1,
+                sz: 0.25,
+            },
+            Vec3::new(3.0, 0.0, -2.0),
+        ),
+        (
+            Slope {
+                h0: 0.3,
+                sx: 0.0,
+                sz: -0.3,
+            },
+            Vec3::new(-1.0, 0.0, 1.0),
+        ),
     ] {
         let transform = Transform::new(place, Quat::from_rotation_y(0.5), Vec3::ONE);
         let world = transform.to_affine();
@@ -753,14 +799,26 @@ fn feet_are_planted_on_a_slope_and_aligned_to_it() {
             // The sole (the ankle less its clearance along the normal) is on the ground.
             let sole = ankle - n * clearance[k];
             let g = slope.ground(sole.x, sole.z).height;
-            assert!((sole.y - g).abs() < 1e-4, "leg {k}: sole {} ground {g}", sole.y);
+            assert!(
+                (sole.y - g).abs() < 1e-4,
+                "leg {k}: sole {} ground {g}",
+                sole.y
+            );
             // The foot's up axis is the normal (the input foot is level: its up is world up).
-            let up0 = world.transform_vector3(input[leg.ankle].matrix3.y_axis.into()).normalize();
+            let up0 = world
+                .transform_vector3(input[leg.ankle].matrix3.y_axis.into())
+                .normalize();
             assert!(up0.dot(Vec3::Y) > 0.999);
-            let up = world.transform_vector3(model[leg.ankle].matrix3.y_axis.into()).normalize();
+            let up = world
+                .transform_vector3(model[leg.ankle].matrix3.y_axis.into())
+                .normalize();
             assert!(up.dot(n) > 1.0 - 1e-4, "leg {k}: up {up} normal {n}");
         }
-        assert_lengths_kept(&input, &model, &[(2, 3), (3, 4), (4, 5), (6, 7), (7, 8), (8, 9)]);
+        assert_lengths_kept(
+            &input,
+            &model,
+            &[(2, 3), (3, 4), (4, 5), (6, 7), (7, 8), (8, 9)],
+        );
         // The pelvis only moved: the hips stay where they were relative to it.
         for hip in [2, 6] {
             let d0 = pos(&input[hip]) - pos(&input[1]);
@@ -795,7 +853,11 @@ fn the_pelvis_lowers_when_a_foot_cannot_reach_and_weight_blends() {
         ground: &Step,
     }
     .run();
-    assert!(r.pelvis_offset <= -0.25 + 1e-5, "pelvis {}", r.pelvis_offset);
+    assert!(
+        r.pelvis_offset <= -0.25 + 1e-5,
+        "pelvis {}",
+        r.pelvis_offset
+    );
     assert_eq!(r.reached, [true, true]);
     assert!((pos(&model[1]).y - (pos(&input[1]).y + r.pelvis_offset)).abs() < 1e-6);
     for (k, leg) in placement.legs.iter().enumerate() {

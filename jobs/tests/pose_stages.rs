@@ -13,8 +13,8 @@ use sinew_jobs::asset::{AssetRegistry, Rig, Transform};
 use sinew_jobs::component::{EntityTransform, FrameSlot, RigRef, SkinRef};
 use sinew_jobs::frame::ModelPoses;
 use sinew_jobs::ik::{
-    AimIkJob, FootPlacement, FootPlacementJob, FootPlacementStage, GroundQuery, GroundSample,
-    Leg, LookAt, LookAtStage, TargetSpace, TwoBoneIk, TwoBoneIkJob, TwoBoneIkStage,
+    AimIkJob, FootPlacement, FootPlacementJob, FootPlacementStage, GroundQuery, GroundSample, Leg,
+    LookAt, LookAtStage, TargetSpace, TwoBoneIk, TwoBoneIkJob, TwoBoneIkStage,
 };
 use sinew_jobs::j8_remap_cache::RemapCache;
 use sinew_jobs::j9_skinning::{TableLookup, skin_entity};
@@ -266,7 +266,12 @@ fn staged_fused_and_thread_counts_agree_bit_for_bit() {
     let (_, _, fused) = run(&c, PoseChain::default(), &stages(), true, 2);
     let (_, _, staged) = run(&c, PoseChain::Staged, &stages(), true, 2);
     assert_eq!(fused, staged);
-    let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+    let pool = |n| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
+    };
     let one = pool(1).install(|| run(&c, PoseChain::default(), &stages(), true, 2).2);
     let four = pool(4).install(|| run(&c, PoseChain::default(), &stages(), true, 2).2);
     assert_eq!(one, fused);
@@ -281,16 +286,14 @@ fn staged_fused_and_thread_counts_agree_bit_for_bit() {
 fn the_graph_knows_what_the_stages_read() {
     let mut store = Store::new();
     let animator =
-        Animator::with_stages(&mut store, PipelineConfig::default(), &stages(), |_, _| {})
-            .unwrap();
+        Animator::with_stages(&mut store, PipelineConfig::default(), &stages(), |_, _| {}).unwrap();
     let chain = animator.nodes().pose_stages.unwrap();
     assert_eq!(chain, animator.nodes().skinning);
     let access = animator.graph().access(chain).unwrap();
     assert!(access.reads::<FootPlacement>() && access.reads::<LookAt>());
     assert!(access.reads::<TwoBoneIk>() && !access.writes::<TwoBoneIk>());
     let staged =
-        Animator::with_stages(&mut store, config(PoseChain::Staged), &stages(), |_, _| {})
-            .unwrap();
+        Animator::with_stages(&mut store, config(PoseChain::Staged), &stages(), |_, _| {}).unwrap();
     let node = staged.nodes().pose_stages.unwrap();
     assert!(staged.graph().runs_before(staged.nodes().propagate, node));
     assert!(staged.graph().runs_before(node, staged.nodes().skinning));
@@ -334,6 +337,12 @@ fn a_bad_target_fails_the_frame_naming_the_stage_and_entity() {
         // Fixed, the frame runs; no palette holds a NaN.
         store.get_mut::<TwoBoneIk>(bad).unwrap().end = bone(&c.rig, "hand_l");
         animator.run_frame(&mut store, DT).unwrap();
-        assert!(animator.palettes(&store).iter().flatten().all(|x| x.is_finite()));
+        assert!(
+            animator
+                .palettes(&store)
+                .iter()
+                .flatten()
+                .all(|x| x.is_finite())
+        );
     }
 }

@@ -14,7 +14,9 @@ const ROOT: u32 = u32::MAX;
 /// A chain of `lengths.len()` bones with the given local rotations, plus a child off the last.
 fn chain(lengths: &[f32], angles: &[(f32, f32, f32)]) -> (Vec<u32>, Vec<Affine3A>) {
     let n = lengths.len() + 1;
-    let parents: Vec<u32> = (0..n as u32).map(|i| if i == 0 { ROOT } else { i - 1 }).collect();
+    let parents: Vec<u32> = (0..n as u32)
+        .map(|i| if i == 0 { ROOT } else { i - 1 })
+        .collect();
     let mut model: Vec<Affine3A> = Vec::with_capacity(n);
     for i in 0..n {
         let (x, y, z) = angles[i % angles.len()];
@@ -23,7 +25,8 @@ fn chain(lengths: &[f32], angles: &[(f32, f32, f32)]) -> (Vec<u32>, Vec<Affine3A
         } else {
             Vec3::new(0.0, lengths[i - 1], 0.0)
         };
-        let local = Transform::new(t, Quat::from_euler(EulerRot::XYZ, x, y, z), Vec3::ONE).to_affine();
+        let local =
+            Transform::new(t, Quat::from_euler(EulerRot::XYZ, x, y, z), Vec3::ONE).to_affine();
         model.push(if i == 0 { local } else { model[i - 1] * local });
     }
     (parents, model)
@@ -37,7 +40,13 @@ fn lengths_kept(before: &[Affine3A], after: &[Affine3A]) -> bool {
     })
 }
 
-fn two_bone(parents: &[u32], model: &mut [Affine3A], target: Vec3, weight: f32, pole: Option<Vec3>) {
+fn two_bone(
+    parents: &[u32],
+    model: &mut [Affine3A],
+    target: Vec3,
+    weight: f32,
+    pole: Option<Vec3>,
+) {
     TwoBoneIkJob {
         parents,
         model,
@@ -158,7 +167,11 @@ fn results_do_not_depend_on_the_thread_count() {
                 &[0.5 + 0.01 * f, 0.7],
                 &[(0.1 * f, -0.2, 0.3), (0.4, 0.05 * f, -0.1)],
             );
-            (parents, model, Vec3::new((0.1 * f).sin(), -0.8, (0.07 * f).cos()))
+            (
+                parents,
+                model,
+                Vec3::new((0.1 * f).sin(), -0.8, (0.07 * f).cos()),
+            )
         })
         .collect();
     let solve = |threads: usize| {

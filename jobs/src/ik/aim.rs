@@ -12,8 +12,7 @@
 
 use super::{
     TargetSpace, angle_about, arc, check_bone, check_descends, check_direction, check_finite,
-    check_hierarchy, check_unit_range, rotate_subtree, rotation_of, to_model,
-    weighted,
+    check_hierarchy, check_unit_range, rotate_subtree, rotation_of, to_model, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -131,7 +130,13 @@ pub(crate) fn solve(
     };
     let c = weighted(c, p.weight);
     let frame = rotation_of(&m);
-    rotate_subtree(parents, model, joint, m.translation, (frame * c * frame.inverse()).normalize());
+    rotate_subtree(
+        parents,
+        model,
+        joint,
+        m.translation,
+        (frame * c * frame.inverse()).normalize(),
+    );
     AimResult {
         correction: c,
         reached: true,
@@ -146,7 +151,8 @@ fn correction(m: &Affine3A, p: &AimParams) -> Option<Quat> {
     let o = Vec3A::from(p.offset);
     let of = o.dot(f);
     let disc = of * of - o.length_squared() + t.length_squared();
-    if !(disc >= 0.0) {
+    // Also false for NaN: no aim line reaches the target.
+    if disc.is_nan() || disc < 0.0 {
         return None;
     }
     let aim = o + f * (disc.sqrt() - of);
@@ -262,7 +268,10 @@ fn clamp_to_cone(target: Vec3, apex: Vec3, cone: &LookCone) -> Vec3 {
     if len <= 0.0 || axis == Vec3::ZERO || dir.angle_between(axis) <= cone.half_angle {
         return target;
     }
-    let normal = axis.cross(dir).try_normalize().unwrap_or(axis.any_orthonormal_vector());
+    let normal = axis
+        .cross(dir)
+        .try_normalize()
+        .unwrap_or(axis.any_orthonormal_vector());
     apex + Quat::from_axis_angle(normal, cone.half_angle) * axis * len
 }
 

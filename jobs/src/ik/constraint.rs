@@ -94,7 +94,14 @@ impl ConstraintJob<'_> {
             }),
         };
         if let Some(t) = target {
-            apply(self.parents, self.model, self.bone, &t, self.channels, self.weight);
+            apply(
+                self.parents,
+                self.model,
+                self.bone,
+                &t,
+                self.channels,
+                self.weight,
+            );
         }
     }
 }
@@ -144,7 +151,13 @@ fn apply(
     if channels.rotation() {
         let r = rotation_of(&m);
         let want = r.slerp(target.rotation.normalize(), weight).normalize();
-        rotate_subtree(parents, model, bone, m.translation, (want * r.inverse()).normalize());
+        rotate_subtree(
+            parents,
+            model,
+            bone,
+            m.translation,
+            (want * r.inverse()).normalize(),
+        );
     }
     if channels.position() {
         let p = m.translation;

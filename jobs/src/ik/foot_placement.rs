@@ -12,7 +12,7 @@
 
 use super::two_bone::{TwoBoneParams, check_params as check_two_bone, solve as solve_two_bone};
 use super::{
-    check_bone, check_direction, check_hierarchy, check_rest_length, check_unit_range, arc,
+    arc, check_bone, check_direction, check_hierarchy, check_rest_length, check_unit_range,
     rotate_subtree, rotation_of, translate_subtree, weighted,
 };
 use crate::asset::{Rig, Transform};
@@ -108,7 +108,13 @@ impl FootPlacementJob<'_> {
         check_hierarchy(
             self.parents,
             self.model,
-            &[p.pelvis, p.legs[0].hip, p.legs[0].knee, p.legs[1].hip, p.legs[1].knee],
+            &[
+                p.pelvis,
+                p.legs[0].hip,
+                p.legs[0].knee,
+                p.legs[1].hip,
+                p.legs[1].knee,
+            ],
         )?;
         check_placement(self.parents, p)?;
         check_transform(&self.transform)?;
@@ -214,15 +220,19 @@ pub(crate) fn solve(
     let to_model = world.inverse();
     let base = transform.translation.y;
     let pos = |model: &[Affine3A], b: usize| -> Option<Vec3> {
-        model.get(b).map(|m| world.transform_point3(m.translation.into()))
+        model
+            .get(b)
+            .map(|m| world.transform_point3(m.translation.into()))
     };
     // Each ankle's target and the ground's normal there (world space).
     let mut targets = [(Vec3::ZERO, Vec3::Y); 2];
     let mut reach = [0.0f32; 2];
     for (k, leg) in p.legs.iter().enumerate() {
-        let (Some(hip), Some(knee), Some(ankle)) =
-            (pos(model, leg.hip), pos(model, leg.knee), pos(model, leg.ankle))
-        else {
+        let (Some(hip), Some(knee), Some(ankle)) = (
+            pos(model, leg.hip),
+            pos(model, leg.knee),
+            pos(model, leg.ankle),
+        ) else {
             return result;
         };
         let g = ground.ground(ankle.x, ankle.z);
@@ -232,13 +242,15 @@ pub(crate) fn solve(
             _ => return result,
         };
         let clearance = ankle.y - base;
-        targets[k] = (Vec3::new(ankle.x, g.height, ankle.z) + normal * clearance, normal);
+        targets[k] = (
+            Vec3::new(ankle.x, g.height, ankle.z) + normal * clearance,
+            normal,
+        );
         reach[k] = ((knee - hip).length() + (ankle - knee).length()) * 0.9999;
     }
     // The pelvis: the lower leg's need, then lower where a leg still cannot reach.
-    let need = |k: usize| -> Option<f32> {
-        pos(model, p.legs[k].ankle).map(|a| targets[k].0.y - a.y)
-    };
+    let need =
+        |k: usize| -> Option<f32> { pos(model, p.legs[k].ankle).map(|a| targets[k].0.y - a.y) };
     let (Some(n0), Some(n1)) = (need(0), need(1)) else {
         return result;
     };
@@ -250,7 +262,11 @@ pub(crate) fn solve(
         let q = targets[k].0 - (hip + Vec3::Y * offset);
         if q.length() > reach[k] {
             let disc = q.y * q.y - (q.length_squared() - reach[k] * reach[k]);
-            let lower = if disc >= 0.0 { -q.y - disc.sqrt() } else { -q.y };
+            let lower = if disc >= 0.0 {
+                -q.y - disc.sqrt()
+            } else {
+                -q.y
+            };
             if lower > 0.0 {
                 offset -= lower;
             }

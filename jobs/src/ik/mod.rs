@@ -96,7 +96,12 @@ pub(crate) fn rotate_subtree(
 
 /// Moves `bone` and its descendants by `delta` (model space).
 #[inline]
-pub(crate) fn translate_subtree(parents: &[u32], model: &mut [Affine3A], bone: usize, delta: Vec3A) {
+pub(crate) fn translate_subtree(
+    parents: &[u32],
+    model: &mut [Affine3A],
+    bone: usize,
+    delta: Vec3A,
+) {
     let end = subtree_end(parents, bone).min(model.len());
     for m in model.get_mut(bone..end).into_iter().flatten() {
         m.translation += delta;
@@ -107,7 +112,11 @@ pub(crate) fn translate_subtree(parents: &[u32], model: &mut [Affine3A], bone: u
 #[inline]
 pub(crate) fn rotation_of(m: &Affine3A) -> Quat {
     let c = |v: Vec3A| v.normalize_or_zero();
-    let basis = Mat3A::from_cols(c(m.matrix3.x_axis), c(m.matrix3.y_axis), c(m.matrix3.z_axis));
+    let basis = Mat3A::from_cols(
+        c(m.matrix3.x_axis),
+        c(m.matrix3.y_axis),
+        c(m.matrix3.z_axis),
+    );
     Quat::from_mat3a(&basis).normalize()
 }
 
@@ -185,7 +194,11 @@ pub(crate) fn check_bone(bone: usize, bone_count: usize) -> Result<(), StageErro
 }
 
 /// `bone` descends from `ancestor` (strictly), walking up the parents.
-pub(crate) fn check_descends(parents: &[u32], bone: usize, ancestor: usize) -> Result<(), StageError> {
+pub(crate) fn check_descends(
+    parents: &[u32],
+    bone: usize,
+    ancestor: usize,
+) -> Result<(), StageError> {
     check_bone(bone, parents.len())?;
     check_bone(ancestor, parents.len())?;
     let mut b = bone;
@@ -217,11 +230,7 @@ pub(crate) fn check_hierarchy(
 ) -> Result<(), StageError> {
     if model.len() < parents.len() {
         return Err(StageError::BadHierarchy {
-            reason: format!(
-                "{} model matrices for {} bones",
-                model.len(),
-                parents.len()
-            ),
+            reason: format!("{} model matrices for {} bones", model.len(), parents.len()),
         });
     }
     for (i, &p) in parents.iter().enumerate() {
@@ -272,8 +281,60 @@ pub(crate) fn check_rest_length(rig: &Rig, ancestor: usize, bone: usize) -> Resu
     }
 }
 
-/// Whether every matrix of `model` in `range` is finite (a debug check of the stages' output).
 #[cfg(test)]
-pub(crate) fn all_finite(model: &[Affine3A]) -> bool {
-    model.iter().all(|m| m.is_finite())
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests unwrap: a failure is the test failing
+    use super::*;
+    use crate::asset::{RawBone, RawRig};
+
+    /// Baked rigs are depth-first: every bone's descendants (found by walking each bone's
+    /// parents) are exactly the run that `subtree_end` gives, for a rig listed breadth-first.
+    #[test]
+    fn a_baked_rig_keeps_each_subtree_in_one_run() {
+        let parents_in = [
+            None,
+            Some(0),
+            Some(0),
+            Some(1),
+            Some(2),
+            Some(1),
+            Some(3),
+            Some(4),
+        ];
+        let rig = RawRig {
+            name: "breadth-first".into(),
+            bones: parents_in
+                .iter()
+                .enumerate()
+                .map(|(i, &parent)| RawBone {
+                    name: format!("b{i}"),
+                    parent,
+                    rest: Transform::IDENTITY,
+                })
+                .collect(),
+        }
+        .bake()
+        .unwrap();
+        let parents = rig.parent_indices();
+        for b in 0..parents.len() {
+            let descends = |mut i: usize| loop {
+                if i == b {
+                    return true;
+                }
+                match parents[i] {
+                    p if p == u32::MAX => return false,
+                    p => i = p as usize,
+                }
+            };
+            let want: Vec<usize> = (0..parents.len()).filter(|&i| descends(i)).collect();
+            let got: Vec<usize> = (b..subtree_end(parents, b)).collect();
+            assert_eq!(got, want, "bone {b}");
+        }
+        check_hierarchy(
+            parents,
+            &vec![Affine3A::IDENTITY; parents.len()],
+            &[0, 1, 2],
+        )
+        .unwrap();
+    }
 }

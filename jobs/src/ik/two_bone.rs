@@ -160,7 +160,9 @@ pub(crate) fn check_params(parents: &[u32], p: &TwoBoneParams) -> Result<(), Sta
     check_unit_range("weight", p.weight)?;
     check_unit_range("soften", p.soften)?;
     if !p.twist_angle.is_finite() {
-        return Err(StageError::NotFinite { what: "twist angle" });
+        return Err(StageError::NotFinite {
+            what: "twist angle",
+        });
     }
     Ok(())
 }
@@ -210,7 +212,15 @@ pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) 
     } else {
         axis
     };
-    let chain_pose = Chain { s, m, u, v, l1, l2, axis };
+    let chain_pose = Chain {
+        s,
+        m,
+        u,
+        v,
+        l1,
+        l2,
+        axis,
+    };
     // The end's goal relative to the start: at full weight the reachable point towards the
     // target; below it, that far along the line from the end's current place, so that the
     // end nears the target steadily as the weight grows.
@@ -253,7 +263,13 @@ impl Chain {
     /// `s + goal` (`|goal|` within reach), with the hinge turned `pole_share` of the way
     /// towards the pole about the start–goal line, then by `twist` about it; and whether the
     /// hinge could make the distance exactly.
-    fn turns(&self, goal: Vec3A, pole: Option<Vec3>, pole_share: f32, twist: f32) -> (Quat, Quat, bool) {
+    fn turns(
+        &self,
+        goal: Vec3A,
+        pole: Option<Vec3>,
+        pole_share: f32,
+        twist: f32,
+    ) -> (Quat, Quat, bool) {
         let (u, v, axis) = (self.u, self.v, self.axis);
         let d = goal.length();
         // Hinge: turn `v` about the axis so that |u − v'| = d, exactly, for any axis that is
@@ -285,7 +301,9 @@ impl Chain {
         };
         let q_pole = match pole {
             Some(pole) => angle_about(dir, q_swing * (self.m - self.s), pole.into())
-                .map_or(Quat::IDENTITY, |a| Quat::from_axis_angle(dir.into(), a * pole_share)),
+                .map_or(Quat::IDENTITY, |a| {
+                    Quat::from_axis_angle(dir.into(), a * pole_share)
+                }),
             None => Quat::IDENTITY,
         };
         let q_twist = Quat::from_axis_angle(dir.into(), twist);

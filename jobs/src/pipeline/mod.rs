@@ -36,11 +36,11 @@ use crate::frame::{
     PaletteDestination, PaletteOffsets,
 };
 use crate::j8_remap_cache::RemapCache;
+use crate::pose_stage::PoseStages;
 use advance_clocks::AdvanceClocksNode;
 use bone_offsets::BoneOffsetsNode;
 use exposed_bones::ExposedBonesNode;
 use per_bone_info::PerBoneInfoNode;
-use crate::pose_stage::PoseStages;
 use pose_chain::PoseChainNode;
 use pose_stages::PoseStagesNode;
 use prefix_sum::PrefixSumNode;

@@ -67,32 +67,35 @@ impl Node for PoseStagesNode {
             .zip(pieces)
             .zip(ranges)
             .zip(&bound)
-            .for_each(|((((entities, (rigs, slots, transforms)), piece), range), stages)| {
-                if stages.is_empty() {
-                    return;
-                }
-                for (row, ((&entity, rig), slot)) in entities.iter().zip(rigs).zip(slots).enumerate()
-                {
-                    let start = slot.bone_offset as usize;
-                    let end = start + slot.bone_count as usize;
-                    let (Some(model), Some(local)) = (
-                        piece.get_mut(start.wrapping_sub(range.0)..end.wrapping_sub(range.0)),
-                        local.get(start..end),
-                    ) else {
-                        continue;
-                    };
-                    let mut pose = StagePose {
-                        entity,
-                        rig: &rig.0,
-                        local: LocalPose::aos(local),
-                        model,
-                        transform: transforms.and_then(|t| t.get(row)).map(|t| &t.0),
-                    };
-                    for stage in stages {
-                        stage.apply(row, &mut pose);
+            .for_each(
+                |((((entities, (rigs, slots, transforms)), piece), range), stages)| {
+                    if stages.is_empty() {
+                        return;
                     }
-                }
-            });
+                    for (row, ((&entity, rig), slot)) in
+                        entities.iter().zip(rigs).zip(slots).enumerate()
+                    {
+                        let start = slot.bone_offset as usize;
+                        let end = start + slot.bone_count as usize;
+                        let (Some(model), Some(local)) = (
+                            piece.get_mut(start.wrapping_sub(range.0)..end.wrapping_sub(range.0)),
+                            local.get(start..end),
+                        ) else {
+                            continue;
+                        };
+                        let mut pose = StagePose {
+                            entity,
+                            rig: &rig.0,
+                            local: LocalPose::aos(local),
+                            model,
+                            transform: transforms.and_then(|t| t.get(row)).map(|t| &t.0),
+                        };
+                        for stage in stages {
+                            stage.apply(row, &mut pose);
+                        }
+                    }
+                },
+            );
         Ok(())
     }
 }

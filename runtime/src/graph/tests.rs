@@ -763,7 +763,8 @@ fn a_view_hands_out_the_column_of_one_chunk() {
         .map(|i| store.spawn((Pos(i as f32), Vel(10.0 + i as f32))).unwrap())
         .collect();
     store.spawn((Pos(-1.0),)).unwrap();
-    let seen: Arc<Mutex<Vec<(Vec<f32>, Option<Vec<f32>>)>>> = Arc::default();
+    type Columns = (Vec<f32>, Option<Vec<f32>>);
+    let seen: Arc<Mutex<Vec<Columns>>> = Arc::default();
     let s2 = Arc::clone(&seen);
     let mut b = GraphBuilder::new();
     b.add_node(FnNode::new(
@@ -788,7 +789,7 @@ fn a_view_hands_out_the_column_of_one_chunk() {
     let mut g = b.build().unwrap();
     g.run(&mut store).unwrap();
     let mut seen = seen.lock().unwrap().clone();
-    seen.sort_by(|a, b| a.0.len().cmp(&b.0.len()));
+    seen.sort_by_key(|c| c.0.len());
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0], (vec![-1.0], None));
     assert_eq!(seen[1].0, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
