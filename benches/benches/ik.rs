@@ -41,14 +41,13 @@ fn place(i: usize) -> Transform {
 }
 
 fn spawn(c: &BakedCharacter, store: &mut Store) -> Vec<Entity> {
-    let entities = store
+    store
         .spawn_batch((0..N).map(|i| {
             let mut m = c.crowd_member(i);
             m.6 = EntityTransform(place(i));
             m
         }))
-        .expect("spawn");
-    entities
+        .expect("spawn")
 }
 
 /// Every character's model matrices after one frame, and the entities' transforms.
