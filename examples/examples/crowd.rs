@@ -55,7 +55,8 @@ struct Args {
     /// print the largest difference (outside the timings).
     #[arg(long, requires = "lod")]
     lod_check: bool,
-    /// Turn off foot placement on the height field and the heads' look-at (to read their cost).
+    /// Turn off foot placement on the height field and the heads' look-at (to read their cost;
+    /// they are off with --lod, whose baked tier plays the clips alone).
     #[arg(long)]
     no_ik: bool,
 }

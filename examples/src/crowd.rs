@@ -57,7 +57,8 @@ pub struct CrowdOptions {
     /// With `lod`: measure the pose difference between the two paths on every switch frame
     /// (outside the timings).
     pub lod_check: bool,
-    /// Foot placement on the height field and the heads' look-at (built-in character only).
+    /// Foot placement on the height field and the heads' look-at (built-in character only,
+    /// not with `lod`, whose baked tier plays the clips alone).
     pub ik: bool,
 }
 
@@ -481,8 +482,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         }
         _ => None,
     };
-    let procedural = opts
-        .ik
+    // The baked tier of --lod plays textures of the clips alone, so that the two tiers show
+    // one pose on a switch frame: the procedural stages stay off with it.
+    let procedural = (opts.ik && opts.lod.is_none())
         .then(|| {
             let eye = crate::ground::camera_eye(grid, SPACING);
             crate::ground::Procedural::for_rig(&model.rig, eye)
