@@ -290,9 +290,11 @@ pub(crate) fn solve(
             continue;
         };
         let normal = to_model.transform_vector3(normal).normalize();
-        let tilt = arc(up.into(), normal.into());
-        let (axis, angle) = tilt.to_axis_angle();
-        let tilt = Quat::from_axis_angle(axis, angle.min(p.max_tilt));
+        let mut tilt = arc(up.into(), normal.into());
+        if up.dot(normal) < p.max_tilt.cos() {
+            let (axis, _) = tilt.to_axis_angle();
+            tilt = Quat::from_axis_angle(axis, p.max_tilt);
+        }
         // Undo the leg's turn of the foot, then tilt it by the slope.
         let keep = (rotation_of(&before) * rotation_of(&after).inverse()).normalize();
         let q = (weighted(tilt, p.weight) * keep).normalize();

@@ -134,7 +134,19 @@ impl TwoBoneIkJob<'_> {
     /// (but never a panic).
     pub fn run(&mut self) -> TwoBoneResult {
         let params = self.params();
-        solve(self.parents, self.model, &params)
+        let frames = (
+            self.model.get(self.start).map(rotation_of),
+            self.model.get(self.mid).map(rotation_of),
+        );
+        let turns = solve(self.parents, self.model, &params);
+        match frames {
+            (Some(start), Some(mid)) => TwoBoneResult {
+                start_correction: local_correction(start, turns.start_correction),
+                mid_correction: local_correction(mid, turns.mid_correction),
+                reached: turns.reached,
+            },
+            _ => turns,
+        }
     }
 }
 
@@ -167,9 +179,10 @@ pub(crate) fn check_params(parents: &[u32], p: &TwoBoneParams) -> Result<(), Sta
     Ok(())
 }
 
-/// The solve; `p` checked by [`check_params`]. Degenerate geometry this frame (the target on
-/// the start joint, a bone squashed to nothing) leaves the pose as it is and reports
-/// `reached: false`.
+/// The solve; `p` checked by [`check_params`]. The corrections it returns are the model-space
+/// turns about the start and mid joints (the job turns them into local ones; the stages need
+/// neither). Degenerate geometry this frame (the target on the start joint, a bone squashed to
+/// nothing) leaves the pose as it is and reports `reached: false`.
 pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
     let (Some(ms), Some(mm), Some(me)) = (
         model.get(p.start).copied(),
@@ -240,8 +253,8 @@ pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) 
     rotate_subtree(parents, model, p.mid, m, q_mid);
     rotate_subtree(parents, model, p.start, s, q_start);
     TwoBoneResult {
-        start_correction: local_correction(rotation_of(&ms), q_start),
-        mid_correction: local_correction(rotation_of(&mm), q_mid),
+        start_correction: q_start,
+        mid_correction: q_mid,
         reached,
     }
 }
