@@ -880,3 +880,50 @@ fn the_pelvis_lowers_when_a_foot_cannot_reach_and_weight_blends() {
     .run();
     assert_eq!(model, input);
 }
+
+/// The stages check an entity's input against its rig's rest pose: a zero-length bone, a chain
+/// that is not a chain and a bone out of range are typed errors naming the bone.
+#[test]
+fn stages_check_inputs_against_the_rig() {
+    use sinew_jobs::asset::{RawBone, RawRig};
+    use sinew_jobs::ik::{TwoBoneIk, TwoBoneIkStage};
+    use sinew_jobs::pose_stage::PoseStage;
+    let bone = |name: &str, parent: Option<usize>, y: f32| RawBone {
+        name: name.into(),
+        parent,
+        rest: Transform::from_translation(Vec3::new(0.0, y, 0.0)),
+    };
+    let rig = RawRig {
+        name: "squashed".into(),
+        bones: vec![
+            bone("root", None, 0.0),
+            bone("thigh", Some(0), 1.0),
+            bone("shin", Some(1), -0.5),
+            bone("foot", Some(2), 0.0),
+            bone("other", Some(0), 0.3),
+        ],
+    }
+    .bake()
+    .unwrap();
+    let stage = TwoBoneIkStage;
+    let ik = |a, b, c| TwoBoneIk::new(a, b, c, Vec3::ZERO);
+    assert_eq!(
+        stage.check(&rig, &ik(1, 2, 3)).unwrap_err(),
+        StageError::ZeroLengthBone { bone: 2 }
+    );
+    assert_eq!(
+        stage.check(&rig, &ik(1, 4, 3)).unwrap_err(),
+        StageError::NotAChain {
+            bone: 4,
+            ancestor: 1
+        }
+    );
+    assert_eq!(
+        stage.check(&rig, &ik(0, 1, 7)).unwrap_err(),
+        StageError::BoneOutOfRange {
+            bone: 7,
+            bone_count: 5
+        }
+    );
+    assert!(stage.check(&rig, &ik(0, 1, 2)).is_ok());
+}
