@@ -177,6 +177,15 @@ impl PoseChainJob<'_> {
     /// Runs the chain for every entity of the run, in order, with `scratch` as the worker's
     /// buffers.
     pub fn run(&mut self, scratch: &mut ChainScratch) {
+        // A run without stages takes a loop compiled without them.
+        if self.stages.is_empty() {
+            self.run_entities::<false>(scratch);
+        } else {
+            self.run_entities::<true>(scratch);
+        }
+    }
+
+    fn run_entities<const STAGES: bool>(&mut self, scratch: &mut ChainScratch) {
         let mut tables = TableLookup::new(self.remap);
         let mut fallback_cursors = SamplingCursors::default();
         let per_entity = self
@@ -249,8 +258,7 @@ impl PoseChainJob<'_> {
             propagate_soa(rig.parent_indices(), local, model);
 
             // The pose stages, on the model matrices skinning reads.
-            if !self.stages.is_empty()
-                && let Some(&entity) = self.entities.get(i)
+            if STAGES && let Some(&entity) = self.entities.get(i)
             {
                 let transform = self.transforms.as_deref().and_then(|t| t.get(i));
                 let mut pose = StagePose {
