@@ -258,8 +258,7 @@ impl PoseChainJob<'_> {
             propagate_soa(rig.parent_indices(), local, model);
 
             // The pose stages, on the model matrices skinning reads.
-            if STAGES && let Some(&entity) = self.entities.get(i)
-            {
+            if STAGES && let Some(&entity) = self.entities.get(i) {
                 let transform = self.transforms.as_deref().and_then(|t| t.get(i));
                 let mut pose = StagePose {
                     entity,

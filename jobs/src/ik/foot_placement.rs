@@ -13,7 +13,7 @@
 use super::two_bone::{TwoBoneParams, check_params as check_two_bone, solve as solve_two_bone};
 use super::{
     arc, check_bone, check_direction, check_hierarchy, check_rest_length, check_unit_range,
-    rotate_subtree, rotation_of, translate_subtree, weighted,
+    rotate_subtree, translate_subtree, weighted,
 };
 use crate::asset::{Rig, Transform};
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -279,9 +279,6 @@ pub(crate) fn solve(
     // Each leg onto its target, then its foot onto the ground's slope.
     let up = to_model.transform_vector3(Vec3::Y).normalize();
     for (k, leg) in p.legs.iter().enumerate() {
-        let Some(before) = model.get(leg.ankle).copied() else {
-            continue;
-        };
         let (target, normal) = targets[k];
         let target = to_model.transform_point3(target);
         let solved = solve_two_bone(parents, model, &leg_params(leg, target, p.weight));
@@ -295,8 +292,9 @@ pub(crate) fn solve(
             let (axis, _) = tilt.to_axis_angle();
             tilt = Quat::from_axis_angle(axis, p.max_tilt);
         }
-        // Undo the leg's turn of the foot, then tilt it by the slope.
-        let keep = (rotation_of(&before) * rotation_of(&after).inverse()).normalize();
+        // Undo the leg's turn of the foot (the solve's model-space turns, start after mid),
+        // then tilt it by the slope.
+        let keep = (solved.start_correction * solved.mid_correction).inverse();
         let q = (weighted(tilt, p.weight) * keep).normalize();
         rotate_subtree(parents, model, leg.ankle, after.translation, q);
     }

@@ -319,8 +319,12 @@ impl Chain {
                 }),
             None => Quat::IDENTITY,
         };
-        let q_twist = Quat::from_axis_angle(dir.into(), twist);
-        (q_mid, (q_twist * q_pole * q_swing).normalize(), exact)
+        let q_start = if twist == 0.0 {
+            q_pole * q_swing
+        } else {
+            Quat::from_axis_angle(dir.into(), twist) * q_pole * q_swing
+        };
+        (q_mid, q_start.normalize(), exact)
     }
 }
 
