@@ -26,9 +26,9 @@ impl GroundQuery for Waves {
     fn ground(&self, x: f32, z: f32) -> GroundSample {
         let (mut h, mut dx, mut dz) = (0.0, 0.0, 0.0);
         for (a, kx, kz, phase) in SINES {
-            let arg = kx * x + kz * z + phase;
-            h += a * arg.sin();
-            let c = a * arg.cos();
+            let (sin, cos) = (kx * x + kz * z + phase).sin_cos();
+            h += a * sin;
+            let c = a * cos;
             dx += c * kx;
             dz += c * kz;
         }

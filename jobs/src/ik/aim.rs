@@ -125,11 +125,11 @@ pub(crate) fn solve(
     if p.weight <= 0.0 {
         return none;
     }
-    let Some(c) = correction(&m, p) else {
+    let frame = rotation_of(&m);
+    let Some(c) = correction(&m, frame, p) else {
         return none;
     };
     let c = weighted(c, p.weight);
-    let frame = rotation_of(&m);
     rotate_subtree(
         parents,
         model,
@@ -143,9 +143,10 @@ pub(crate) fn solve(
     }
 }
 
-/// The full-weight local correction of a joint with model matrix `m`, or `None` where the
+/// The full-weight local correction of a joint with model matrix `m` (rotation `frame`), or
+/// `None` where the
 /// target cannot be aimed at (inside the offset's reach, or on the joint).
-fn correction(m: &Affine3A, p: &AimParams) -> Option<Quat> {
+fn correction(m: &Affine3A, frame: Quat, p: &AimParams) -> Option<Quat> {
     let t = Vec3A::from(m.inverse().transform_point3(p.target));
     let f = Vec3A::from(p.forward).normalize();
     let o = Vec3A::from(p.offset);
@@ -164,7 +165,7 @@ fn correction(m: &Affine3A, p: &AimParams) -> Option<Quat> {
     let c = arc(aim, t);
     let twist = match p.pole_vector {
         Some(pole) => {
-            let pole = Vec3A::from(rotation_of(m).inverse() * pole);
+            let pole = Vec3A::from(frame.inverse() * pole);
             let axis = t.normalize();
             angle_about(axis, c * Vec3A::from(p.up), pole)
                 .map_or(Quat::IDENTITY, |a| Quat::from_axis_angle(axis.into(), a))
