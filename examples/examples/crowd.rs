@@ -2,10 +2,11 @@
 //!
 //! `cargo run --release --example crowd` animates 10 000 built-in characters (walk/run blend by
 //! speed, additive breathing, a masked upper-body wave on every fourth, root motion, footstep
-//! events) through the nine-job graph and prints per-job medians, frame time, throughput and
-//! memory. Where a GPU adapter is there (not a CPU rasteriser), every frame's palettes are
-//! written into the mapped palette ring and drawn, and the summary splits the frame into CPU
-//! pipeline, ring wait, encode and submit, and GPU time. See `--help` for options.
+//! events; feet placed on a height field, heads looking at the camera) through the nine-job
+//! graph and prints per-job medians, frame time, throughput and memory. Where a GPU adapter is
+//! there (not a CPU rasteriser), every frame's palettes are written into the mapped palette
+//! ring and drawn, and the summary splits the frame into CPU pipeline, ring wait, encode and
+//! submit, and GPU time. See `--help` for options.
 
 use clap::Parser;
 use sinew_examples::crowd::{CrowdOptions, format_summary, run_crowd};
@@ -69,6 +70,10 @@ struct Args {
     /// on discrete GPUs, graphics elsewhere).
     #[arg(long, default_value = "auto", value_parser = ["auto", "graphics", "compute"])]
     raster: String,
+    /// Turn off foot placement on the height field and the heads' look-at (to read their cost;
+    /// they are off with --lod, whose baked tier plays the clips alone).
+    #[arg(long)]
+    no_ik: bool,
 }
 
 fn main() -> ExitCode {
@@ -116,6 +121,7 @@ fn main() -> ExitCode {
             "compute" => Some(Rasteriser::Compute),
             _ => None,
         },
+        ik: !args.no_ik,
         ..CrowdOptions::default()
     };
     match run_crowd(&opts) {

@@ -1,8 +1,10 @@
 //! The crowd: N characters on a grid, each driven by an animation controller
 //! ([`crowd_controller`]): a locomotion blend tree by speed (idle, walk, run) on the base
 //! layer, a wave state on a masked upper-body layer entered by a trigger, additive breathing.
-//! Root motion moves them and footstep events are counted. Runs the nine-job graph and the
-//! controller and measures them. A glTF model, and the LOD crowd, play plain clips.
+//! Root motion moves them and footstep events are counted. The built-in characters walk on a
+//! gentle height field with their feet placed on it, heads looking at the camera within a cone
+//! ([`crate::ground`]). Runs the nine-job graph and the controller and measures them. A glTF
+//! model, and the LOD crowd, play plain clips.
 
 use crate::crowd_gpu::{self, GpuSummary, GpuUse};
 use crate::lod::{LodState, LodSummary};
@@ -67,6 +69,9 @@ pub struct CrowdOptions {
     pub gpu: GpuUse,
     /// With `gpu`: the renderer (default: by adapter type, `Rasteriser::for_adapter`).
     pub raster: Option<sinew_gpu::crowd_frames::Rasteriser>,
+    /// Foot placement on the height field and the heads' look-at (built-in character only,
+    /// not with `lod`, whose baked tier plays the clips alone).
+    pub ik: bool,
 }
 
 impl Default for CrowdOptions {
@@ -87,6 +92,7 @@ impl Default for CrowdOptions {
             lod_check: false,
             gpu: GpuUse::Off,
             raster: None,
+            ik: true,
         }
     }
 }
@@ -721,6 +727,23 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         }
         _ => None,
     };
+    // The baked tier of --lod plays textures of the clips alone, so that the two tiers show
+    // one pose on a switch frame: the procedural stages stay off with it.
+    let procedural = (opts.ik && opts.lod.is_none())
+        .then(|| {
+            let eye = crate::ground::camera_eye(grid, SPACING);
+            crate::ground::Procedural::for_rig(&model.rig, eye)
+        })
+        .flatten();
+    if let Some(p) = &procedural {
+        for &e in &entities {
+            p.equip(&mut store, e)?;
+        }
+    }
+    let stages = match procedural {
+        Some(_) => crate::ground::stages(),
+        None => sinew_jobs::pose_stage::PoseStages::new(),
+    };
     let starts: Vec<Vec3> = entities
         .iter()
         .map(|&e| {
@@ -730,7 +753,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                 .unwrap_or_default()
         })
         .collect();
-    let mut animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
+    let config = sinew_jobs::pipeline::PipelineConfig::default();
+    let mut animator = Animator::with_stages(&mut store, config, &stages, |_, _| {})
+        .map_err(|e| format!("graph: {e}"))?;
     let footstep = bone_hash(FOOTSTEP);
     // The per-frame GPU path. `--lod` draws its baked tier into the graphics pipeline's
     // colour and depth targets, so it takes the graphics pipeline.
@@ -787,6 +812,9 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
                     spawn_character(&mut store, &model, controller.as_ref(), next_id, grid)
                         .map_err(|e| format!("churn {e}"))?;
                 ids[slot] = next_id;
+                if let Some(p) = &procedural {
+                    p.equip(&mut store, entities[slot])?;
+                }
                 next_id += 1;
                 churned += 1;
             }

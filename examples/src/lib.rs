@@ -1,10 +1,13 @@
-//! Shared code of the sinew examples: the crowd simulation behind `cargo run --example crowd`,
-//! the benchmark workload, the engine that owns its GPU device (`engine_device`), and the soak
-//! run of the default crowd (`soak`), and the crowd in a window (`viewer`).
+//! Shared code of the sinew examples: the crowd simulation behind `cargo run --example crowd`
+//! (and its ground and procedural stages), the benchmark workload, the engine that owns its GPU
+//! device (`engine_device`), the soak run of the default crowd (`soak`), the crowd in a window
+//! (`viewer`), and the IK cases of `cargo run --example ik` (`ik_cases`).
 
 pub mod crowd;
 pub mod crowd_gpu;
 pub mod engine_device;
+pub mod ground;
+pub mod ik_cases;
 pub mod lod;
 pub mod obj;
 pub mod soak;

@@ -7,8 +7,9 @@ use crate::frame::{
 };
 use crate::pipeline::{
     ClockCheckedBindings, FrameTime, PipelineConfig, PipelineNodes, PoseChain, insert_resources,
-    register, register_layout,
+    register_layout, register_with_stages,
 };
+use crate::pose_stage::PoseStages;
 use sinew_runtime::graph::{FrameError, Graph, GraphBuildError, GraphBuilder, NodeTiming};
 use sinew_runtime::store::{Entity, Store};
 
@@ -55,6 +56,8 @@ impl Animator {
     /// [`LayerWeights`](crate::component::LayerWeights) (a clock of its own, say) needs an edge
     /// to [`PipelineNodes::controller`], which rewrites them for controller-driven entities
     /// before job 1.
+    /// Per-entity edits (IK) are better installed as pose stages
+    /// ([`Animator::with_stages`]), which run inside the fused chain.
     ///
     /// # Errors
     /// [`GraphBuildError`] when the user's additions make a cycle or an unordered write
@@ -66,9 +69,25 @@ impl Animator {
         config: PipelineConfig,
         extend: impl FnOnce(&mut GraphBuilder, &PipelineNodes),
     ) -> Result<Self, GraphBuildError> {
+        Self::with_stages(store, config, &PoseStages::new(), extend)
+    }
+
+    /// [`Animator::with`], plus per-entity `stages` (IK, constraints, foot placement: see
+    /// [`crate::ik`]) between job 7 and job 9, in both pipeline modes; the fast path for
+    /// editing poses. Each stage runs on the entities that have its input component, and the
+    /// graph orders it against the nodes that write that component.
+    ///
+    /// # Errors
+    /// As [`Animator::with`].
+    pub fn with_stages(
+        store: &mut Store,
+        config: PipelineConfig,
+        stages: &PoseStages,
+        extend: impl FnOnce(&mut GraphBuilder, &PipelineNodes),
+    ) -> Result<Self, GraphBuildError> {
         insert_resources(store);
         let mut builder = GraphBuilder::new();
-        let nodes = register(&mut builder, config)?;
+        let nodes = register_with_stages(&mut builder, config, stages)?;
         let pipeline_nodes = builder.len();
         extend(&mut builder, &nodes);
         let graph = builder
@@ -315,8 +334,9 @@ fn explain_build_error(
                 "it is ordered both after and before `{chain_name}`, the one node that runs jobs \
                  4, 6, 7 and 9 entity by entity in the fused pipeline"
             ),
-            fix: "to run it between two of those jobs (after 7 and before 9, say), build the \
-                  pipeline with `PoseChain::Staged`"
+            fix: "for a per-entity edit between 7 and 9 (IK, a constraint), install it as a \
+                  `PoseStage` with `Animator::with_stages`, which runs inside the chain; to run \
+                  a node between two of those jobs, build the pipeline with `PoseChain::Staged`"
                 .into(),
         },
         _ => e,
@@ -368,8 +388,10 @@ fn pose_editor_error(
                  palette",
                 PipelineNodes::FUSED_CHAIN_NAME
             ),
-            fix: "build the pipeline with `PoseChain::Staged` and order the node after \
-                  `PipelineNodes::propagate` and before `PipelineNodes::skinning`"
+            fix: "install a per-entity edit as a `PoseStage` with `Animator::with_stages` \
+                  (it runs inside the chain), or build the pipeline with `PoseChain::Staged` \
+                  and order the node after `PipelineNodes::propagate` and before \
+                  `PipelineNodes::skinning`"
                 .into(),
         },
         PoseChain::Staged => GraphBuildError::Misplaced {

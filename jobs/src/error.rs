@@ -104,6 +104,15 @@ pub enum JobError {
         /// Where.
         what: String,
     },
+    /// A pose stage (IK, a constraint, foot placement) refused an entity's input.
+    PoseStage {
+        /// The stage.
+        stage: String,
+        /// The entity.
+        entity: Entity,
+        /// What is wrong, and with which bone.
+        error: crate::pose_stage::StageError,
+    },
     /// The frame call lent a palette slice that the palette-writing node cannot borrow.
     PaletteUnavailable {
         /// The job.
@@ -197,6 +206,11 @@ impl fmt::Display for JobError {
                     "skinning: entity {entity:?}: no remap table for mesh '{mesh}' (did the remap-cache job run?)"
                 )
             }
+            Self::PoseStage {
+                stage,
+                entity,
+                error,
+            } => write!(f, "pose stage '{stage}': entity {entity:?}: {error}"),
             Self::NotFinite { job, entity, what } => {
                 write!(f, "{job}: entity {entity:?}: {what} is not finite")
             }

@@ -93,6 +93,7 @@ pub mod controller;
 pub mod deform;
 pub mod error;
 pub mod frame;
+pub mod ik;
 #[cfg(feature = "gltf")]
 pub mod import;
 pub mod j1_bone_offsets;
@@ -109,6 +110,7 @@ pub mod lod;
 pub mod math;
 pub mod pipeline;
 pub mod pose_chain;
+pub mod pose_stage;
 
 pub use j1_bone_offsets::BoneOffsetsJob;
 pub use j2_prefix_sum::PrefixSumJob;

@@ -10,6 +10,10 @@
 //! [`root_motion_one`], `propagate_soa`, [`skin_entity`]), so the two modes compute the same
 //! palettes bit for bit.
 //!
+//! Between job 7 and job 9, the [`PoseStage`](crate::pose_stage::PoseStage)s installed in the
+//! pipeline edit the entity's model matrices (IK, constraints, foot placement), while they are
+//! still in cache.
+//!
 //! [`PoseChain::Fused`]: crate::pipeline::PoseChain::Fused
 
 use crate::asset::KeySpan;
@@ -25,6 +29,7 @@ use crate::j7_propagate::propagate_soa;
 use crate::j8_remap_cache::RemapCache;
 use crate::j9_skinning::{TableLookup, check_range, check_skin, skin_entity};
 use crate::math::soa::{LANES, SoaTransform};
+use crate::pose_stage::{ChunkStage, LocalPose, StagePose};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
 
@@ -35,6 +40,45 @@ pub struct ChainScratch {
     spans: Vec<KeySpan>,
     local: Vec<SoaTransform>,
     model: Vec<Affine3A>,
+}
+
+/// The pose stages of one run's chunk: those whose input component the chunk has, and the
+/// chunk row of the run's first entity (where the stages find its input). The default is none.
+#[derive(Clone, Copy, Default)]
+pub struct ChunkStages<'a> {
+    stages: &'a [Box<dyn ChunkStage + 'a>],
+    row_base: usize,
+}
+
+impl<'a> ChunkStages<'a> {
+    pub(crate) fn new(stages: &'a [Box<dyn ChunkStage + 'a>]) -> Self {
+        Self {
+            stages,
+            row_base: 0,
+        }
+    }
+
+    /// Whether no stage runs on the run's entities.
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// The stages of the entities from `mid` on.
+    fn skip(self, mid: usize) -> Self {
+        Self {
+            row_base: self.row_base + mid,
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Debug for ChunkStages<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkStages")
+            .field("stages", &self.stages.len())
+            .field("row_base", &self.row_base)
+            .finish()
+    }
 }
 
 /// Jobs 4, 6, 7 and 9 over one run of entities (consecutive rows of one chunk).
@@ -73,6 +117,8 @@ pub struct PoseChainJob<'a> {
     pub palette_base: u32,
     /// Frame time in seconds (root-motion velocity).
     pub dt: f32,
+    /// The pose stages between job 7 and job 9 (none by default).
+    pub stages: ChunkStages<'a>,
 }
 
 impl PoseChainJob<'_> {
@@ -121,6 +167,9 @@ impl PoseChainJob<'_> {
                 Some(skin) => check_skin(JOB, self.entities[i], rig, skin, s, &mut tables)?,
                 None => check_len(JOB, "slot palette count", 0, s.palette_count as usize)?,
             }
+            for stage in self.stages.stages {
+                stage.check(self.stages.row_base + i, self.entities[i], &rig.0)?;
+            }
         }
         Ok(())
     }
@@ -128,6 +177,15 @@ impl PoseChainJob<'_> {
     /// Runs the chain for every entity of the run, in order, with `scratch` as the worker's
     /// buffers.
     pub fn run(&mut self, scratch: &mut ChainScratch) {
+        // A run without stages takes a loop compiled without them.
+        if self.stages.is_empty() {
+            self.run_entities::<false>(scratch);
+        } else {
+            self.run_entities::<true>(scratch);
+        }
+    }
+
+    fn run_entities<const STAGES: bool>(&mut self, scratch: &mut ChainScratch) {
         let mut tables = TableLookup::new(self.remap);
         let mut fallback_cursors = SamplingCursors::default();
         let per_entity = self
@@ -199,6 +257,21 @@ impl PoseChainJob<'_> {
             };
             propagate_soa(rig.parent_indices(), local, model);
 
+            // The pose stages, on the model matrices skinning reads.
+            if STAGES && let Some(&entity) = self.entities.get(i) {
+                let transform = self.transforms.as_deref().and_then(|t| t.get(i));
+                let mut pose = StagePose {
+                    entity,
+                    rig,
+                    local: LocalPose::soa(local, bones),
+                    model: &mut *model,
+                    transform: transform.map(|t| &t.0),
+                };
+                for stage in self.stages.stages {
+                    stage.apply(self.stages.row_base + i, &mut pose);
+                }
+            }
+
             // Job 9: the palette.
             let Some(skin) = self.skins.and_then(|s| s.get(i)) else {
                 continue;
@@ -263,6 +336,7 @@ impl PoseChainJob<'_> {
             palette: palette_r,
             palette_base: self.palette_base + palette_cut as u32,
             dt: self.dt,
+            stages: self.stages.skip(mid),
         };
         let left = Self {
             entities,
@@ -280,6 +354,7 @@ impl PoseChainJob<'_> {
             palette,
             palette_base: self.palette_base,
             dt: self.dt,
+            stages: self.stages,
         };
         (left, right)
     }

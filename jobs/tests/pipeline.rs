@@ -700,7 +700,8 @@ fn a_fused_chain_refuses_a_node_between_propagation_and_skinning() {
     );
     assert!(
         text.contains("ordered both after and before `4·6·7·9 pose chain`")
-            && text.contains("PoseChain::Staged"),
+            && text.contains("PoseChain::Staged")
+            && text.contains("Animator::with_stages"),
         "{text}"
     );
 }
@@ -744,7 +745,9 @@ fn a_pose_editing_node_is_ordered_before_skinning_or_refused_with_the_fix() {
         .unwrap_err();
         let text = err.to_string();
         assert!(
-            text.contains("per-worker scratch") && text.contains("`PoseChain::Staged`"),
+            text.contains("per-worker scratch")
+                && text.contains("`PoseChain::Staged`")
+                && text.contains("`Animator::with_stages`"),
             "{text}"
         );
     }

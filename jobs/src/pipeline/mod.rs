@@ -27,6 +27,7 @@ mod exposed_bones;
 mod frame_ranges;
 mod per_bone_info;
 mod pose_chain;
+mod pose_stages;
 mod prefix_sum;
 mod propagate;
 mod remap_cache;
@@ -40,6 +41,7 @@ use crate::frame::{
     PaletteDestination, PaletteOffsets,
 };
 use crate::j8_remap_cache::RemapCache;
+use crate::pose_stage::PoseStages;
 use advance_clocks::AdvanceClocksNode;
 use bone_offsets::BoneOffsetsNode;
 pub(crate) use bone_offsets::ClockCheckedBindings;
@@ -47,6 +49,7 @@ use controller::{ControllerEventsNode, ControllerNode};
 use exposed_bones::ExposedBonesNode;
 use per_bone_info::PerBoneInfoNode;
 use pose_chain::PoseChainNode;
+use pose_stages::PoseStagesNode;
 use prefix_sum::PrefixSumNode;
 use propagate::PropagateNode;
 use remap_cache::RemapCacheNode;
@@ -190,6 +193,8 @@ pub struct PipelineNodes {
     /// The node that moves exposed bone entities (after job 7: its own node when fused, job
     /// 7's node when staged).
     pub exposed_bones: NodeId,
+    /// The node that runs the pose stages, when any is installed (the chain node when fused).
+    pub pose_stages: Option<NodeId>,
 }
 
 /// Inserts the frame buffers the nodes share (once, before the first frame; existing ones are
@@ -233,6 +238,20 @@ pub fn register(
     builder: &mut GraphBuilder,
     config: PipelineConfig,
 ) -> Result<PipelineNodes, GraphBuildError> {
+    register_with_stages(builder, config, &PoseStages::new())
+}
+
+/// [`register`], with `stages` run on each entity between job 7 and job 9: inside the pose
+/// chain when fused; when staged, in a node of their own (`pose stages`, named by
+/// [`PipelineNodes::pose_stages`]) ordered after job 7 and before job 9.
+///
+/// # Errors
+/// As [`register`].
+pub fn register_with_stages(
+    builder: &mut GraphBuilder,
+    config: PipelineConfig,
+    stages: &PoseStages,
+) -> Result<PipelineNodes, GraphBuildError> {
     let advance_clocks = config
         .advance_clocks
         .then(|| builder.add_node(AdvanceClocksNode));
@@ -260,6 +279,7 @@ pub fn register(
             let chain = builder.add_node(PoseChainNode {
                 batch,
                 keep_model_poses,
+                stages: stages.clone(),
             });
             let exposed_bones = builder.add_node(ExposedBonesNode);
             builder
@@ -281,6 +301,7 @@ pub fn register(
                 remap_cache,
                 skinning: chain,
                 exposed_bones,
+                pose_stages: (!stages.is_empty()).then_some(chain),
             })
         }
         PoseChain::Staged => {
@@ -295,6 +316,13 @@ pub fn register(
                 .add_edge(root_motion, propagate)
                 .add_edge(propagate, skinning)
                 .add_edge(remap_cache, skinning);
+            let pose_stages = (!stages.is_empty()).then(|| {
+                let node = builder.add_node(PoseStagesNode {
+                    stages: stages.clone(),
+                });
+                builder.add_edge(propagate, node).add_edge(node, skinning);
+                node
+            });
             Ok(PipelineNodes {
                 advance_clocks,
                 controller,
@@ -309,6 +337,7 @@ pub fn register(
                 remap_cache,
                 skinning,
                 exposed_bones: propagate,
+                pose_stages,
             })
         }
     }

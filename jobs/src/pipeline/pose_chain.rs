@@ -11,7 +11,8 @@ use crate::frame::{
     PaletteEntry, resize_frame_buffer, split_ranges,
 };
 use crate::j8_remap_cache::RemapCache;
-use crate::pose_chain::PoseChainJob;
+use crate::pose_chain::{ChunkStages, PoseChainJob};
+use crate::pose_stage::{PoseStages, bind_chunk};
 use glam::Affine3A;
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
@@ -22,6 +23,8 @@ use sinew_runtime::store::ScopedSlice;
 pub(super) struct PoseChainNode {
     pub(super) batch: usize,
     pub(super) keep_model_poses: bool,
+    /// Stages between job 7 and job 9; the node reads their inputs.
+    pub(super) stages: PoseStages,
 }
 
 impl Node for PoseChainNode {
@@ -29,7 +32,8 @@ impl Node for PoseChainNode {
         super::PipelineNodes::FUSED_CHAIN_NAME
     }
     fn access(&self) -> Access {
-        Access::new()
+        self.stages
+            .declare(Access::new())
             .read::<RigRef>()
             .read::<SkinRef>()
             .read::<Animations>()
@@ -69,6 +73,11 @@ impl Node for PoseChainNode {
             Option<&mut EntityTransform>,
         )>()?;
         let chunks = q.chunks();
+        let views = self.stages.views(ctx)?;
+        let bound: Vec<_> = chunks
+            .iter()
+            .map(|c| bind_chunk(&views, c.archetype_id(), c.chunk_id()))
+            .collect();
         let bone_ranges: Vec<(usize, usize)> = chunks
             .iter()
             .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), bone_range))
@@ -97,7 +106,8 @@ impl Node for PoseChainNode {
             .zip(palette_pieces)
             .zip(bone_ranges)
             .zip(palette_ranges)
-            .map(|((((chunk, model), palette), bones), pal)| {
+            .zip(&bound)
+            .map(|(((((chunk, model), palette), bones), pal), stages)| {
                 let (entities, parts) = chunk.into_parts();
                 let (rigs, animations, layer_weights, slots, cursors, skins, motion, transforms) =
                     parts;
@@ -117,6 +127,7 @@ impl Node for PoseChainNode {
                     palette,
                     palette_base: pal.0 as u32,
                     dt,
+                    stages: ChunkStages::new(stages),
                 }
             })
             .collect();

@@ -752,3 +752,47 @@ fn printed_edges_are_the_transitive_reduction() {
     );
     assert!(!dot.contains("\"a\" -> \"c\""), "{dot}");
 }
+
+/// A node that queries one set of components finds another component's column per chunk
+/// through a view: row `r` of the column is the chunk's `r`-th entity, and chunks without the
+/// component give `None`.
+#[test]
+fn a_view_hands_out_the_column_of_one_chunk() {
+    let mut store = Store::new();
+    let with_vel: Vec<Entity> = (0..5)
+        .map(|i| store.spawn((Pos(i as f32), Vel(10.0 + i as f32))).unwrap())
+        .collect();
+    store.spawn((Pos(-1.0),)).unwrap();
+    type Columns = (Vec<f32>, Option<Vec<f32>>);
+    let seen: Arc<Mutex<Vec<Columns>>> = Arc::default();
+    let s2 = Arc::clone(&seen);
+    let mut b = GraphBuilder::new();
+    b.add_node(FnNode::new(
+        "columns",
+        Access::new().read::<Pos>().read::<Vel>(),
+        move |ctx| {
+            let view = ctx.view::<Vel>()?;
+            let mut q = ctx.query::<&Pos>()?;
+            for chunk in q.chunks() {
+                let (archetype, id) = (chunk.archetype_id(), chunk.chunk_id());
+                let pos = chunk.into_columns().iter().map(|p| p.0).collect();
+                let vel = view
+                    .chunk_column(archetype, id)
+                    .map(|v| v.iter().map(|v| v.0).collect());
+                s2.lock().unwrap().push((pos, vel));
+            }
+            let far = crate::store::ArchetypeId(9_999);
+            assert!(view.chunk_column(far, crate::store::ChunkId(0)).is_none());
+            Ok(())
+        },
+    ));
+    let mut g = b.build().unwrap();
+    g.run(&mut store).unwrap();
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by_key(|c| c.0.len());
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0], (vec![-1.0], None));
+    assert_eq!(seen[1].0, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(seen[1].1, Some(vec![10.0, 11.0, 12.0, 13.0, 14.0]));
+    assert_eq!(with_vel.len(), 5);
+}

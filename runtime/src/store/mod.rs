@@ -760,6 +760,26 @@ impl<C: Component> ComponentView<'_, C> {
                 .cast::<C>()
         })
     }
+
+    /// The whole column of `C` in one chunk, in row order (row `r` belongs to the chunk's
+    /// `r`-th entity, as in a [`QueryChunk`] of that chunk); `None` when the archetype has no
+    /// `C` or the ids name no chunk. A node that runs a query over other components finds its
+    /// own optional column per chunk this way, without a lookup per entity.
+    pub fn chunk_column(&self, archetype: ArchetypeId, chunk: ChunkId) -> Option<&[C]> {
+        let store = self.store;
+        let component = store.registry.get(TypeId::of::<C>())?;
+        let archetype = store.archetypes.get(archetype.0 as usize)?;
+        let col = archetype.column_index(component)?;
+        let chunk = archetype.chunks.get(chunk.0 as usize)?;
+        let offset = archetype.columns[col].offset;
+        // SAFETY: the view holds the shared borrow flag of `C`, so no `&mut C` exists on the
+        // shared path, and no structural change can happen while `&Store` is lent; the column
+        // lies inside the chunk's allocation at `offset`, is aligned for `C` and holds `len`
+        // initialised values.
+        Some(unsafe {
+            std::slice::from_raw_parts(chunk.base().add(offset).cast::<C>(), chunk.len())
+        })
+    }
 }
 
 impl<C> fmt::Debug for ComponentView<'_, C> {

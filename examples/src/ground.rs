@@ -1,0 +1,229 @@
+//! The crowd's ground and procedural stages: a gentle height field (a sum of sines) that the
+//! built-in characters' feet are placed on, and heads that look at the camera within a cone.
+
+use glam::Vec3;
+use sinew_jobs::asset::Rig;
+use sinew_jobs::ik::{
+    FootPlacement, FootPlacementStage, GroundQuery, GroundSample, Leg, LookAt, LookAtStage,
+    LookCone, TargetSpace,
+};
+use sinew_jobs::pose_stage::PoseStages;
+use sinew_runtime::store::{Entity, Store};
+use std::sync::Arc;
+
+/// The ground: `y = Σ aᵢ · sin(kₓᵢ·x + k_zᵢ·z + φᵢ)`, a few centimetres of swell over metres.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Waves;
+
+/// (amplitude, k_x, k_z, phase) of each sine.
+const SINES: [(f32, f32, f32, f32); 3] = [
+    (0.06, 0.45, 0.10, 0.0),
+    (0.04, -0.15, 0.60, 1.3),
+    (0.02, 1.10, 0.85, 2.1),
+];
+
+impl GroundQuery for Waves {
+    fn ground(&self, x: f32, z: f32) -> GroundSample {
+        let (mut h, mut dx, mut dz) = (0.0, 0.0, 0.0);
+        for (a, kx, kz, phase) in SINES {
+            let (sin, cos) = (kx * x + kz * z + phase).sin_cos();
+            h += a * sin;
+            let c = a * cos;
+            dx += c * kx;
+            dz += c * kz;
+        }
+        GroundSample {
+            height: h,
+            normal: Vec3::new(-dx, 1.0, -dz).normalize(),
+        }
+    }
+}
+
+/// The components that turn the stages on for one character of a rig.
+#[derive(Clone, Debug)]
+pub struct Procedural {
+    feet: FootPlacement,
+    look: LookAt,
+}
+
+impl Procedural {
+    /// Foot placement and a look at `eye` (world space) for the built-in rig; `None` for a
+    /// rig without its leg and head bones.
+    pub fn for_rig(rig: &Rig, eye: Vec3) -> Option<Self> {
+        let bone = |name: &str| rig.find_by_name(name).map(|b| b.get());
+        let leg = |s: &str| {
+            Some(Leg {
+                hip: bone(&format!("thigh{s}"))?,
+                knee: bone(&format!("shin{s}"))?,
+                ankle: bone(&format!("foot{s}"))?,
+                // The built-in ankle stands 7 cm above the sole.
+                ankle_height: 0.07,
+                knee_axis: Some(Vec3::X),
+            })
+        };
+        let feet = FootPlacement {
+            pelvis: bone("hips")?,
+            legs: [leg("_l")?, leg("_r")?],
+            weight: 1.0,
+            max_tilt: 0.5,
+        };
+        let look = LookAt {
+            // The neck takes half the turn, the head the rest.
+            chain: Arc::from([bone("neck")?, bone("head")?]),
+            share: 0.5,
+            target: eye,
+            space: TargetSpace::World,
+            forward: Vec3::Z,
+            up: Vec3::Y,
+            offset: Vec3::new(0.0, 0.09, 0.1),
+            pole_vector: Some(Vec3::Y),
+            weight: 1.0,
+            // The character faces +Z; it looks at most 70° away from straight ahead.
+            cone: Some(LookCone {
+                axis: Vec3::Z,
+                half_angle: 70f32.to_radians(),
+            }),
+        };
+        Some(Self { feet, look })
+    }
+
+    /// Gives `entity` the components.
+    ///
+    /// # Errors
+    /// The store's, for a dead entity.
+    pub fn equip(&self, store: &mut Store, entity: Entity) -> Result<(), String> {
+        store
+            .insert(entity, self.feet)
+            .and_then(|()| store.insert(entity, self.look.clone()))
+            .map_err(|e| format!("procedural stages: {e}"))
+    }
+}
+
+/// The stages: feet on [`Waves`], then the look-at.
+pub fn stages() -> PoseStages {
+    PoseStages::new()
+        .with(FootPlacementStage::new(Waves))
+        .with(LookAtStage)
+}
+
+/// Where the `--png` render's camera stands for a crowd on a `grid`-wide square of
+/// `spacing`-metre cells: the heads look at it.
+pub fn camera_eye(grid: usize, spacing: f32) -> Vec3 {
+    let side = grid.saturating_sub(1) as f32 * spacing;
+    let (lo, hi) = (Vec3::ZERO, Vec3::new(side, 0.0, side));
+    let center = (lo + hi) * 0.5 + Vec3::Y * 0.9;
+    let extent = (hi - lo).length().max(3.0);
+    center + Vec3::new(0.35, 0.45, -0.8).normalize() * extent * 0.9
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests unwrap: a failure is the test failing
+    use super::*;
+    use sinew_fixtures::builtin;
+    use sinew_jobs::animator::Animator;
+    use sinew_jobs::asset::{AssetRegistry, Transform};
+    use sinew_jobs::component::{EntityTransform, FrameSlot};
+    use sinew_jobs::frame::ModelPoses;
+    use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
+    use sinew_jobs::pose_stage::PoseStages;
+
+    /// The built-in crowd walking over the waves keeps the clearance its walk has on flat
+    /// ground: each character's lower ankle stands as high above the waves (along the normal)
+    /// as the same character's lower ankle above the flat ground without the stages; and each
+    /// head looks at the eye, or as near as the cone allows.
+    #[test]
+    fn the_crowd_walks_on_the_waves_and_looks_at_the_eye() {
+        let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
+        let eye = Vec3::new(3.0, 1.8, 12.0);
+        let procedural = Procedural::for_rig(&c.rig, eye).unwrap();
+        let config = PipelineConfig {
+            pose_chain: PoseChain::FUSED_KEEPING_MODEL_POSES,
+            ..PipelineConfig::default()
+        };
+        let crowd = |with_stages: bool| {
+            let mut store = Store::new();
+            let entities = store
+                .spawn_batch((0..24).map(|i| {
+                    let mut m = c.crowd_member(i);
+                    let at = Vec3::new((i % 6) as f32 * 1.7, 0.0, (i / 6) as f32 * 1.9);
+                    m.6 = EntityTransform(Transform::from_translation(at));
+                    m
+                }))
+                .unwrap();
+            let stages = if with_stages {
+                for &e in &entities {
+                    procedural.equip(&mut store, e).unwrap();
+                }
+                stages()
+            } else {
+                PoseStages::new()
+            };
+            let animator = Animator::with_stages(&mut store, config, &stages, |_, _| {}).unwrap();
+            (store, entities, animator)
+        };
+        let (mut placed, entities, mut with) = crowd(true);
+        let (mut flat, flat_entities, mut without) = crowd(false);
+        let bone = |n: &str| c.rig.find_by_name(n).unwrap().get();
+        let (feet, head) = ([bone("foot_l"), bone("foot_r")], bone("head"));
+        let pose = |store: &Store, e: Entity| {
+            let slot = store.get::<FrameSlot>(e).unwrap();
+            let world = store.get::<EntityTransform>(e).unwrap().0.to_affine();
+            let model = &store.resource::<ModelPoses>().unwrap().0;
+            let m = model[slot.bone_offset as usize..][..slot.bone_count as usize].to_vec();
+            (world, m)
+        };
+        let mut worst_flat = 0.0f32;
+        for frame in 0..40 {
+            with.run_frame(&mut placed, 1.0 / 30.0).unwrap();
+            without.run_frame(&mut flat, 1.0 / 30.0).unwrap();
+            for (&e, &fe) in entities.iter().zip(&flat_entities) {
+                let (world, m) = pose(&placed, e);
+                let (flat_world, flat_m) = pose(&flat, fe);
+                let mut above = [0.0f32; 2];
+                let mut authored = [0.0f32; 2];
+                let mut unplaced = [0.0f32; 2];
+                for (k, &f) in feet.iter().enumerate() {
+                    let a = world.transform_point3(m[f].translation.into());
+                    let g = Waves.ground(a.x, a.z);
+                    above[k] = (a.y - g.height) * g.normal.y;
+                    let b = flat_world.transform_point3(flat_m[f].translation.into());
+                    authored[k] = b.y;
+                    unplaced[k] = b.y - Waves.ground(b.x, b.z).height;
+                }
+                let (lower, want) = (above[0].min(above[1]), authored[0].min(authored[1]));
+                assert!(
+                    (lower - want).abs() < 0.01,
+                    "frame {frame}: {above:?} vs {authored:?}"
+                );
+                worst_flat = worst_flat.max((unplaced[0].min(unplaced[1]) - want).abs());
+                let h = world * m[head];
+                let from = h.transform_point3(Vec3::new(0.0, 0.09, 0.1));
+                let look = h.transform_vector3(Vec3::Z).normalize();
+                let want = (eye - from).normalize();
+                let ahead = world.transform_vector3(Vec3::Z).normalize();
+                if want.angle_between(ahead) < 65f32.to_radians() {
+                    assert!(look.angle_between(want) < 0.02, "frame {frame}");
+                } else {
+                    assert!(look.angle_between(ahead) < 75f32.to_radians());
+                }
+            }
+        }
+        // Without the stages the same feet float above or sink into the waves.
+        assert!(worst_flat > 0.05, "{worst_flat}");
+    }
+
+    /// The normal is the height field's gradient, checked by central differences.
+    #[test]
+    fn the_normal_is_the_gradient_of_the_height() {
+        for (x, z) in [(0.0, 0.0), (3.7, -1.2), (-8.0, 12.5)] {
+            let g = Waves.ground(x, z);
+            let e = 1e-3;
+            let dx = (Waves.ground(x + e, z).height - Waves.ground(x - e, z).height) / (2.0 * e);
+            let dz = (Waves.ground(x, z + e).height - Waves.ground(x, z - e).height) / (2.0 * e);
+            let want = Vec3::new(-dx, 1.0, -dz).normalize();
+            assert!(g.normal.dot(want) > 1.0 - 1e-5, "{x}, {z}");
+            assert!(g.height.abs() <= 0.12);
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! Aim (look-at): a bone turned so that its forward axis, from an offset point, points at a
+//! target, with its up axis towards a pole vector; optionally spread over a chain (spine to
+//! head), each joint taking a share of the turn and the last one the rest.
+//!
+//! In the joint's local frame the forward line `offset + s·forward` meets the sphere through
+//! the target (centred on the joint) at one point `p` (`s ≥ 0`); the correction is the shortest
+//! rotation from `p` to the target, then a turn about the joint–target line that brings the up
+//! axis into the plane of that line and the pole vector. A target inside the offset's reach
+//! (no such `s`, or on the joint) leaves the bone as it is and is not `reached`. As in ozz's
+//! `IKAimJob`, `forward`, `up` and `offset` are in the joint's local space and the pole vector
+//! in model space.
+
+use super::{
+    TargetSpace, angle_about, arc, check_bone, check_descends, check_direction, check_finite,
+    check_hierarchy, check_unit_range, rotate_subtree, rotation_of, to_model, weighted,
+};
+use crate::asset::Rig;
+use crate::pose_stage::{PoseStage, StageError, StagePose};
+use glam::{Affine3A, Quat, Vec3, Vec3A};
+use std::sync::Arc;
+
+/// Aim IK of one joint over model matrices.
+#[derive(Debug)]
+pub struct AimIkJob<'a> {
+    /// Parent of each bone (parent-first, depth-first).
+    pub parents: &'a [u32],
+    /// Model matrices: the joint and its descendants are updated.
+    pub model: &'a mut [Affine3A],
+    /// The joint to turn.
+    pub joint: usize,
+    /// The point to aim at, in model space.
+    pub target: Vec3,
+    /// The aiming axis, in the joint's local space.
+    pub forward: Vec3,
+    /// The axis to keep towards the pole vector, in the joint's local space.
+    pub up: Vec3,
+    /// Where the aiming line starts, in the joint's local space (the eyes of a head joint).
+    pub offset: Vec3,
+    /// The direction (model space) the up axis turns towards; `None`: no turn about the line.
+    pub pole_vector: Option<Vec3>,
+    /// 0 leaves the pose, 1 aims.
+    pub weight: f32,
+}
+
+/// What an aim solve did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AimResult {
+    /// The joint's local correction (`local' = local · correction`).
+    pub correction: Quat,
+    /// Whether the full-weight correction makes the forward line pass through the target.
+    pub reached: bool,
+}
+
+/// One joint's aim in its local frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AimParams {
+    pub target: Vec3,
+    pub forward: Vec3,
+    pub up: Vec3,
+    pub offset: Vec3,
+    pub pole_vector: Option<Vec3>,
+    pub weight: f32,
+}
+
+impl AimIkJob<'_> {
+    fn params(&self) -> AimParams {
+        AimParams {
+            target: self.target,
+            forward: self.forward,
+            up: self.up,
+            offset: self.offset,
+            pole_vector: self.pole_vector,
+            weight: self.weight,
+        }
+    }
+
+    /// Checks the hierarchy, the joint, finite inputs, non-zero axes and pole, the weight.
+    ///
+    /// # Errors
+    /// [`StageError`] naming the bone or the input.
+    pub fn validate(&self) -> Result<(), StageError> {
+        check_hierarchy(self.parents, self.model, &[self.joint])?;
+        check_bone(self.joint, self.parents.len())?;
+        check_params(&self.params())?;
+        if !self.model[self.joint].is_finite() {
+            return Err(StageError::NotFinite {
+                what: "the joint's model matrix",
+            });
+        }
+        Ok(())
+    }
+
+    /// Turns the joint and its descendants (nothing at weight 0).
+    pub fn run(&mut self) -> AimResult {
+        let params = self.params();
+        solve(self.parents, self.model, self.joint, &params)
+    }
+}
+
+pub(crate) fn check_params(p: &AimParams) -> Result<(), StageError> {
+    check_finite("target", p.target)?;
+    check_direction("forward axis", p.forward)?;
+    check_direction("up axis", p.up)?;
+    check_finite("offset", p.offset)?;
+    if let Some(pole) = p.pole_vector {
+        check_direction("pole vector", pole)?;
+    }
+    check_unit_range("weight", p.weight)
+}
+
+/// The solve for `joint`; `p` checked.
+pub(crate) fn solve(
+    parents: &[u32],
+    model: &mut [Affine3A],
+    joint: usize,
+    p: &AimParams,
+) -> AimResult {
+    let none = AimResult {
+        correction: Quat::IDENTITY,
+        reached: false,
+    };
+    let Some(m) = model.get(joint).copied() else {
+        return none;
+    };
+    if p.weight <= 0.0 {
+        return none;
+    }
+    let frame = rotation_of(&m);
+    let Some(c) = correction(&m, frame, p) else {
+        return none;
+    };
+    let c = weighted(c, p.weight);
+    rotate_subtree(
+        parents,
+        model,
+        joint,
+        m.translation,
+        (frame * c * frame.inverse()).normalize(),
+    );
+    AimResult {
+        correction: c,
+        reached: true,
+    }
+}
+
+/// The full-weight local correction of a joint with model matrix `m` (rotation `frame`), or
+/// `None` where the
+/// target cannot be aimed at (inside the offset's reach, or on the joint).
+fn correction(m: &Affine3A, frame: Quat, p: &AimParams) -> Option<Quat> {
+    let t = Vec3A::from(m.inverse().transform_point3(p.target));
+    let f = Vec3A::from(p.forward).normalize();
+    let o = Vec3A::from(p.offset);
+    let of = o.dot(f);
+    let disc = of * of - o.length_squared() + t.length_squared();
+    // Also false for NaN: no aim line reaches the target.
+    if disc.is_nan() || disc < 0.0 {
+        return None;
+    }
+    let aim = o + f * (disc.sqrt() - of);
+    let scale = t.length().max(o.length());
+    if aim.length_squared() <= 1e-12 * scale * scale || t.length_squared() <= 1e-12 * scale * scale
+    {
+        return None;
+    }
+    let c = arc(aim, t);
+    let twist = match p.pole_vector {
+        Some(pole) => {
+            let pole = Vec3A::from(frame.inverse() * pole);
+            let axis = t.normalize();
+            angle_about(axis, c * Vec3A::from(p.up), pole)
+                .map_or(Quat::IDENTITY, |a| Quat::from_axis_angle(axis.into(), a))
+        }
+        None => Quat::IDENTITY,
+    };
+    Some((twist * c).normalize())
+}
+
+/// Aims the last joint of `chain` (base to tip): each earlier joint takes `share` of the turn
+/// that would aim the tip from it, the tip the rest. The tip's axes and offset are given in its
+/// own frame; each joint solves with them carried into its frame.
+pub(crate) fn solve_chain(
+    parents: &[u32],
+    model: &mut [Affine3A],
+    chain: &[usize],
+    share: f32,
+    p: &AimParams,
+) -> AimResult {
+    let Some((&tip, spine)) = chain.split_last() else {
+        return AimResult {
+            correction: Quat::IDENTITY,
+            reached: false,
+        };
+    };
+    for &joint in spine {
+        let (Some(mj), Some(mt)) = (model.get(joint).copied(), model.get(tip).copied()) else {
+            continue;
+        };
+        // The tip's aiming line and up axis, seen from this joint.
+        let to_joint = mj.inverse();
+        let (rj, rt) = (rotation_of(&mj).inverse(), rotation_of(&mt));
+        let q = AimParams {
+            offset: to_joint.transform_point3(mt.transform_point3(p.offset)),
+            forward: rj * (rt * p.forward),
+            up: rj * (rt * p.up),
+            weight: p.weight * share,
+            ..*p
+        };
+        solve(parents, model, joint, &q);
+    }
+    solve(parents, model, tip, p)
+}
+
+/// A cone around `axis` (model space) that the look direction is kept in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LookCone {
+    /// The cone's axis (the character's forward, say), in model space.
+    pub axis: Vec3,
+    /// Half the cone's opening angle, radians, in `[0, π]`.
+    pub half_angle: f32,
+}
+
+/// An entity's look-at (the component [`LookAtStage`] reads).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LookAt {
+    /// The joints that turn, base to tip (each descending from the previous); the tip aims.
+    pub chain: Arc<[usize]>,
+    /// The share of the turn each joint before the tip takes, in `[0, 1]`.
+    pub share: f32,
+    /// The point to look at.
+    pub target: Vec3,
+    /// The space `target` is in.
+    pub space: TargetSpace,
+    /// The tip's forward axis, in its local space.
+    pub forward: Vec3,
+    /// The tip's up axis, in its local space.
+    pub up: Vec3,
+    /// Where the tip looks from, in its local space (the eyes).
+    pub offset: Vec3,
+    /// The direction the up axis turns towards, in model space.
+    pub pole_vector: Option<Vec3>,
+    /// 0 leaves the pose, 1 looks.
+    pub weight: f32,
+    /// When set, a target outside the cone (seen from the tip joint) is looked at on the cone's
+    /// edge, nearest to it.
+    pub cone: Option<LookCone>,
+}
+
+/// Runs the aim on every entity with a [`LookAt`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LookAtStage;
+
+impl LookAt {
+    fn params(&self, target: Vec3) -> AimParams {
+        AimParams {
+            target,
+            forward: self.forward,
+            up: self.up,
+            offset: self.offset,
+            pole_vector: self.pole_vector,
+            weight: self.weight,
+        }
+    }
+}
+
+/// `target` moved onto the cone's edge (about `apex`) when it lies outside.
+fn clamp_to_cone(target: Vec3, apex: Vec3, cone: &LookCone) -> Vec3 {
+    let dir = target - apex;
+    let (axis, len) = (cone.axis.normalize_or_zero(), dir.length());
+    if len <= 0.0 || axis == Vec3::ZERO || dir.angle_between(axis) <= cone.half_angle {
+        return target;
+    }
+    let normal = axis
+        .cross(dir)
+        .try_normalize()
+        .unwrap_or(axis.any_orthonormal_vector());
+    apex + Quat::from_axis_angle(normal, cone.half_angle) * axis * len
+}
+
+impl PoseStage for LookAtStage {
+    type Input = LookAt;
+
+    fn name(&self) -> &str {
+        "look-at"
+    }
+
+    fn check(&self, rig: &Rig, input: &LookAt) -> Result<(), StageError> {
+        let parents = rig.parent_indices();
+        let Some(&first) = input.chain.first() else {
+            return Err(StageError::BadHierarchy {
+                reason: "the look-at chain is empty".into(),
+            });
+        };
+        check_bone(first, parents.len())?;
+        for pair in input.chain.windows(2) {
+            check_descends(parents, pair[1], pair[0])?;
+        }
+        check_params(&input.params(input.target))?;
+        check_unit_range("share", input.share)?;
+        if let Some(cone) = &input.cone {
+            check_direction("cone axis", cone.axis)?;
+            if !(0.0..=std::f32::consts::PI).contains(&cone.half_angle) {
+                return Err(StageError::OutOfRange {
+                    what: "cone half angle",
+                    value: cone.half_angle,
+                    range: "[0, π]",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&self, input: &LookAt, pose: &mut StagePose<'_>) {
+        let mut target = to_model(input.space, input.target, pose.transform);
+        if let (Some(cone), Some(&tip)) = (&input.cone, input.chain.last())
+            && let Some(m) = pose.model.get(tip)
+        {
+            target = clamp_to_cone(target, m.translation.into(), cone);
+        }
+        let params = input.params(target);
+        solve_chain(
+            pose.rig.parent_indices(),
+            pose.model,
+            &input.chain,
+            input.share,
+            &params,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_outside_the_cone_moves_onto_its_edge() {
+        let cone = LookCone {
+            axis: Vec3::Z,
+            half_angle: 0.5,
+        };
+        let apex = Vec3::new(0.0, 1.0, 0.0);
+        let inside = apex + Vec3::new(0.1, 0.0, 1.0);
+        assert_eq!(clamp_to_cone(inside, apex, &cone), inside);
+        let outside = apex + Vec3::new(2.0, 0.0, 0.0);
+        let got = clamp_to_cone(outside, apex, &cone) - apex;
+        // On the edge, in the plane of the axis and the target, at the same distance.
+        assert!((got.length() - 2.0).abs() < 1e-5);
+        assert!((got.angle_between(Vec3::Z) - 0.5).abs() < 1e-5);
+        assert!((got - Vec3::new(2.0 * 0.5f32.sin(), 0.0, 2.0 * 0.5f32.cos())).length() < 1e-5);
+    }
+}

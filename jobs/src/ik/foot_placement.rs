@@ -1,0 +1,352 @@
+//! Foot placement on uneven ground: two-bone IK per leg over a ground the engine supplies.
+//!
+//! The animation is taken as authored on flat ground at the entity's height (world y of its
+//! transform). For each leg, the ground under the animated ankle (a [`GroundQuery`]: height
+//! and normal at x, z) gives the ankle's target: the point of the ground below it, plus the
+//! normal times the ankle's animated height above the flat ground, so a planted foot's sole
+//! lies on the ground and a swinging foot keeps its clearance. The pelvis moves vertically by
+//! the lower leg's need (down to a dip, up onto a rise), and further down where a leg still
+//! cannot reach its target; each leg then solves two-bone IK onto its target, and each foot
+//! turns about its ankle to keep its animated orientation relative to the ground, tilted by
+//! the slope (at most `max_tilt`). The weight blends all of it in and out.
+
+use super::two_bone::{TwoBoneParams, check_params as check_two_bone, solve as solve_two_bone};
+use super::{
+    arc, check_bone, check_direction, check_hierarchy, check_rest_length, check_unit_range,
+    rotate_subtree, translate_subtree, weighted,
+};
+use crate::asset::{Rig, Transform};
+use crate::pose_stage::{PoseStage, StageError, StagePose};
+use glam::{Affine3A, Quat, Vec3, Vec3A};
+use std::fmt;
+
+/// The ground's height and normal under a point (world space, y up).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GroundSample {
+    /// World y of the ground.
+    pub height: f32,
+    /// The ground's normal (unit, y > 0).
+    pub normal: Vec3,
+}
+
+/// The engine's ground: what is under world (x, z). Called from worker threads, once per leg
+/// and entity each frame; it must be deterministic for the palettes to be.
+pub trait GroundQuery: Send + Sync {
+    /// The ground under world (x, z).
+    fn ground(&self, x: f32, z: f32) -> GroundSample;
+}
+
+/// One leg: three joints and the ankle's height above the sole.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Leg {
+    /// The hip joint (thigh bone).
+    pub hip: usize,
+    /// The knee (shin bone), a descendant of the hip.
+    pub knee: usize,
+    /// The ankle (foot bone), a descendant of the knee.
+    pub ankle: usize,
+    /// The ankle's height above the sole, model units (the ankle's height when standing).
+    pub ankle_height: f32,
+    /// The knee's hinge axis in its local space (`None`: the current bend plane's normal).
+    pub knee_axis: Option<Vec3>,
+}
+
+/// An entity's foot placement (the component [`FootPlacementStage`] reads).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FootPlacement {
+    /// The pelvis, whose subtree holds both legs and the upper body.
+    pub pelvis: usize,
+    /// The legs.
+    pub legs: [Leg; 2],
+    /// 0 leaves the pose, 1 places the feet.
+    pub weight: f32,
+    /// The largest foot tilt, radians in `[0, π/2]`.
+    pub max_tilt: f32,
+}
+
+/// What a foot placement did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FootPlacementResult {
+    /// The pelvis's vertical move, world units (weighted).
+    pub pelvis_offset: f32,
+    /// Whether each leg's full-weight solve reaches its target.
+    pub reached: [bool; 2],
+}
+
+/// Foot placement over model matrices.
+pub struct FootPlacementJob<'a> {
+    /// Parent of each bone (parent-first, depth-first).
+    pub parents: &'a [u32],
+    /// Model matrices: the pelvis's subtree is updated.
+    pub model: &'a mut [Affine3A],
+    /// The entity's world transform (`world = transform · model`).
+    pub transform: Transform,
+    /// The legs, pelvis and weight.
+    pub placement: &'a FootPlacement,
+    /// The ground.
+    pub ground: &'a dyn GroundQuery,
+}
+
+impl fmt::Debug for FootPlacementJob<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FootPlacementJob")
+            .field("bones", &self.parents.len())
+            .field("transform", &self.transform)
+            .field("placement", self.placement)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FootPlacementJob<'_> {
+    /// Checks the hierarchy, each leg's chain under the pelvis, the parameters and a finite,
+    /// invertible entity transform.
+    ///
+    /// # Errors
+    /// [`StageError`] naming the bone or the input.
+    pub fn validate(&self) -> Result<(), StageError> {
+        let p = self.placement;
+        check_hierarchy(
+            self.parents,
+            self.model,
+            &[
+                p.pelvis,
+                p.legs[0].hip,
+                p.legs[0].knee,
+                p.legs[1].hip,
+                p.legs[1].knee,
+            ],
+        )?;
+        check_placement(self.parents, p)?;
+        check_transform(&self.transform)?;
+        for leg in &p.legs {
+            for (a, b) in [(leg.hip, leg.knee), (leg.knee, leg.ankle)] {
+                let (ma, mb) = (self.model[a], self.model[b]);
+                if !(ma.is_finite() && mb.is_finite()) {
+                    return Err(StageError::NotFinite {
+                        what: "a leg joint's model matrix",
+                    });
+                }
+                if (mb.translation - ma.translation).length_squared() <= 1e-12 {
+                    return Err(StageError::ZeroLengthBone { bone: a });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Places the feet (nothing at weight 0).
+    pub fn run(&mut self) -> FootPlacementResult {
+        solve(
+            self.parents,
+            self.model,
+            &self.transform,
+            self.placement,
+            self.ground,
+        )
+    }
+}
+
+fn check_transform(t: &Transform) -> Result<(), StageError> {
+    if !t.is_valid() {
+        return Err(StageError::NotFinite {
+            what: "the entity transform",
+        });
+    }
+    if t.scale.abs().min_element() <= 1e-6 {
+        return Err(StageError::ZeroDirection {
+            what: "the entity transform's scale",
+        });
+    }
+    Ok(())
+}
+
+fn leg_params(leg: &Leg, target: Vec3, weight: f32) -> TwoBoneParams {
+    TwoBoneParams {
+        start: leg.hip,
+        mid: leg.knee,
+        end: leg.ankle,
+        target,
+        pole_vector: None,
+        mid_axis: leg.knee_axis,
+        weight,
+        soften: 1.0,
+        twist_angle: 0.0,
+    }
+}
+
+fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError> {
+    check_bone(p.pelvis, parents.len())?;
+    for leg in &p.legs {
+        super::check_descends(parents, leg.hip, p.pelvis)?;
+        check_two_bone(parents, &leg_params(leg, Vec3::ZERO, p.weight))?;
+        if !(leg.ankle_height.is_finite() && leg.ankle_height >= 0.0) {
+            return Err(StageError::OutOfRange {
+                what: "ankle height",
+                value: leg.ankle_height,
+                range: "[0, ∞)",
+            });
+        }
+        if let Some(axis) = leg.knee_axis {
+            check_direction("knee axis", axis)?;
+        }
+    }
+    check_unit_range("weight", p.weight)?;
+    if !(0.0..=std::f32::consts::FRAC_PI_2).contains(&p.max_tilt) {
+        return Err(StageError::OutOfRange {
+            what: "max tilt",
+            value: p.max_tilt,
+            range: "[0, π/2]",
+        });
+    }
+    Ok(())
+}
+
+/// The solve; inputs checked.
+pub(crate) fn solve(
+    parents: &[u32],
+    model: &mut [Affine3A],
+    transform: &Transform,
+    p: &FootPlacement,
+    ground: &dyn GroundQuery,
+) -> FootPlacementResult {
+    let mut result = FootPlacementResult {
+        pelvis_offset: 0.0,
+        reached: [false; 2],
+    };
+    if p.weight <= 0.0 {
+        return result;
+    }
+    let world = transform.to_affine();
+    let to_model = world.inverse();
+    let base = transform.translation.y;
+    let pos = |model: &[Affine3A], b: usize| -> Option<Vec3> {
+        model
+            .get(b)
+            .map(|m| world.transform_point3(m.translation.into()))
+    };
+    // Each ankle's target and the ground's normal there (world space).
+    let mut targets = [(Vec3::ZERO, Vec3::Y); 2];
+    let mut reach = [0.0f32; 2];
+    for (k, leg) in p.legs.iter().enumerate() {
+        let (Some(hip), Some(knee), Some(ankle)) = (
+            pos(model, leg.hip),
+            pos(model, leg.knee),
+            pos(model, leg.ankle),
+        ) else {
+            return result;
+        };
+        let g = ground.ground(ankle.x, ankle.z);
+        let normal = match g.normal.try_normalize() {
+            Some(n) if n.y > 0.0 && g.height.is_finite() => n,
+            // A ground that says nothing usable here: the leg keeps its pose.
+            _ => return result,
+        };
+        let clearance = ankle.y - base;
+        targets[k] = (
+            Vec3::new(ankle.x, g.height, ankle.z) + normal * clearance,
+            normal,
+        );
+        reach[k] = ((knee - hip).length() + (ankle - knee).length()) * 0.9999;
+    }
+    // The pelvis: the lower leg's need, then lower where a leg still cannot reach.
+    let need =
+        |k: usize| -> Option<f32> { pos(model, p.legs[k].ankle).map(|a| targets[k].0.y - a.y) };
+    let (Some(n0), Some(n1)) = (need(0), need(1)) else {
+        return result;
+    };
+    let mut offset = n0.min(n1);
+    for (k, leg) in p.legs.iter().enumerate() {
+        let Some(hip) = pos(model, leg.hip) else {
+            return result;
+        };
+        let q = targets[k].0 - (hip + Vec3::Y * offset);
+        if q.length() > reach[k] {
+            let disc = q.y * q.y - (q.length_squared() - reach[k] * reach[k]);
+            let lower = if disc >= 0.0 {
+                -q.y - disc.sqrt()
+            } else {
+                -q.y
+            };
+            if lower > 0.0 {
+                offset -= lower;
+            }
+        }
+    }
+    let offset = offset * p.weight;
+    result.pelvis_offset = offset;
+    let lift = Vec3A::from(to_model.transform_vector3(Vec3::Y * offset));
+    translate_subtree(parents, model, p.pelvis, lift);
+    // Each leg onto its target, then its foot onto the ground's slope.
+    let up = to_model.transform_vector3(Vec3::Y).normalize();
+    for (k, leg) in p.legs.iter().enumerate() {
+        let (target, normal) = targets[k];
+        let target = to_model.transform_point3(target);
+        let solved = solve_two_bone(parents, model, &leg_params(leg, target, p.weight));
+        result.reached[k] = solved.reached;
+        let Some(after) = model.get(leg.ankle).copied() else {
+            continue;
+        };
+        let normal = to_model.transform_vector3(normal).normalize();
+        let mut tilt = arc(up.into(), normal.into());
+        if up.dot(normal) < p.max_tilt.cos() {
+            let (axis, _) = tilt.to_axis_angle();
+            tilt = Quat::from_axis_angle(axis, p.max_tilt);
+        }
+        // Undo the leg's turn of the foot (the solve's model-space turns, start after mid),
+        // then tilt it by the slope.
+        let keep = (solved.start_correction * solved.mid_correction).inverse();
+        let q = (weighted(tilt, p.weight) * keep).normalize();
+        rotate_subtree(parents, model, leg.ankle, after.translation, q);
+    }
+    result
+}
+
+/// Runs [`FootPlacementJob`] on every entity with a [`FootPlacement`], over the engine's
+/// ground.
+pub struct FootPlacementStage<G> {
+    ground: G,
+}
+
+impl<G: GroundQuery> FootPlacementStage<G> {
+    /// The stage over `ground`.
+    pub fn new(ground: G) -> Self {
+        Self { ground }
+    }
+}
+
+impl<G> fmt::Debug for FootPlacementStage<G> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FootPlacementStage").finish_non_exhaustive()
+    }
+}
+
+impl<G: GroundQuery + 'static> PoseStage for FootPlacementStage<G> {
+    type Input = FootPlacement;
+
+    fn name(&self) -> &str {
+        "foot placement"
+    }
+
+    fn check(&self, rig: &Rig, input: &FootPlacement) -> Result<(), StageError> {
+        check_placement(rig.parent_indices(), input)?;
+        for leg in &input.legs {
+            check_rest_length(rig, leg.hip, leg.knee)?;
+            check_rest_length(rig, leg.knee, leg.ankle)?;
+        }
+        Ok(())
+    }
+
+    fn apply(&self, input: &FootPlacement, pose: &mut StagePose<'_>) {
+        let transform = pose.transform.copied().unwrap_or_default();
+        if check_transform(&transform).is_err() {
+            return;
+        }
+        solve(
+            pose.rig.parent_indices(),
+            pose.model,
+            &transform,
+            input,
+            &self.ground,
+        );
+    }
+}

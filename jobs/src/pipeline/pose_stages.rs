@@ -1,0 +1,101 @@
+//! The pose stages' node (staged pipeline): between job 7 and job 9, over [`ModelPoses`].
+
+use super::frame_ranges::*;
+use crate::component::{Animations, EntityTransform, FrameSlot, LayerWeights, RigRef};
+use crate::frame::{LocalPoses, ModelPoses, split_ranges};
+use crate::pose_stage::{LocalPose, PoseStages, StagePose, bind_chunk};
+use rayon::prelude::*;
+use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
+
+#[derive(Debug)]
+pub(super) struct PoseStagesNode {
+    pub(super) stages: PoseStages,
+}
+
+impl PoseStagesNode {
+    pub(super) const NAME: &'static str = "pose stages";
+}
+
+impl Node for PoseStagesNode {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+    fn access(&self) -> Access {
+        self.stages
+            .declare(Access::new())
+            .read::<RigRef>()
+            .read::<Animations>()
+            .read::<LayerWeights>()
+            .read::<FrameSlot>()
+            .read::<LocalPoses>()
+            .read::<EntityTransform>()
+            .write::<ModelPoses>()
+    }
+    fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
+        let local = ctx.resource::<LocalPoses>()?;
+        let mut model = ctx.resource_mut::<ModelPoses>()?;
+        let views = self.stages.views(ctx)?;
+        let mut q = ctx
+            .query::<(&RigRef, &FrameSlot, Option<&EntityTransform>)>()?
+            .with::<Animations>()
+            .with::<LayerWeights>();
+        let chunks = q.chunks();
+        let bound: Vec<_> = chunks
+            .iter()
+            .map(|c| bind_chunk(&views, c.archetype_id(), c.chunk_id()))
+            .collect();
+        let ranges: Vec<(usize, usize)> = chunks
+            .iter()
+            .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), bone_range))
+            .collect();
+        let pieces = split_ranges(&mut model.0, &ranges)
+            .ok_or_else(|| NodeError::new("pose stages: bone ranges do not fit model poses"))?;
+        let rows: Vec<_> = chunks.into_iter().map(|c| c.into_parts()).collect();
+        // Every entity is checked before any moves.
+        rows.par_iter()
+            .zip(&bound)
+            .try_for_each(|((entities, (rigs, _, _)), stages)| {
+                for (row, (&entity, rig)) in entities.iter().zip(rigs.iter()).enumerate() {
+                    for stage in stages {
+                        stage.check(row, entity, &rig.0)?;
+                    }
+                }
+                Ok::<_, NodeError>(())
+            })?;
+        let local = &local.0;
+        rows.into_par_iter()
+            .zip(pieces)
+            .zip(ranges)
+            .zip(&bound)
+            .for_each(
+                |((((entities, (rigs, slots, transforms)), piece), range), stages)| {
+                    if stages.is_empty() {
+                        return;
+                    }
+                    for (row, ((&entity, rig), slot)) in
+                        entities.iter().zip(rigs).zip(slots).enumerate()
+                    {
+                        let start = slot.bone_offset as usize;
+                        let end = start + slot.bone_count as usize;
+                        let (Some(model), Some(local)) = (
+                            piece.get_mut(start.wrapping_sub(range.0)..end.wrapping_sub(range.0)),
+                            local.get(start..end),
+                        ) else {
+                            continue;
+                        };
+                        let mut pose = StagePose {
+                            entity,
+                            rig: &rig.0,
+                            local: LocalPose::aos(local),
+                            model,
+                            transform: transforms.and_then(|t| t.get(row)).map(|t| &t.0),
+                        };
+                        for stage in stages {
+                            stage.apply(row, &mut pose);
+                        }
+                    }
+                },
+            );
+        Ok(())
+    }
+}

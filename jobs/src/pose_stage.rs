@@ -1,0 +1,319 @@
+//! Per-entity stages between job 7 (model matrices) and job 9 (palettes): inverse kinematics,
+//! constraints, foot placement, or an engine's own.
+//!
+//! A [`PoseStage`] names the component it reads ([`PoseStage::Input`]). The pipeline declares
+//! that read on the node that runs the stages, so the graph orders the stage against any node
+//! that writes the component, as for any other node. Per frame, every entity that has the
+//! component gets [`PoseStage::check`] before any entity moves (a failing check fails the frame
+//! with [`JobError::PoseStage`] naming the stage and the entity, and changes nothing), then
+//! [`PoseStage::apply`] with its rig, its local pose and its model matrices, which the stage
+//! edits in place before the palette is written. Entities without the component are not
+//! visited; with no stage installed the chain does no work for stages at all.
+//!
+//! Stages run in the order they were added, each entity by one task, so the palettes do not
+//! depend on the thread count. In the fused pipeline they run inside the pose chain, with the
+//! entity's matrices still in cache; in the staged pipeline a node between job 7 and job 9 runs
+//! the same calls over [`ModelPoses`](crate::frame::ModelPoses).
+
+use crate::asset::{Rig, Transform};
+use crate::error::JobError;
+use crate::math::soa::{LANES, SoaTransform};
+use glam::Affine3A;
+use sinew_runtime::graph::{Access, NodeContext, NodeError};
+use sinew_runtime::store::{ArchetypeId, ChunkId, Component, ComponentView, Entity};
+use std::fmt;
+use std::sync::Arc;
+
+/// Why a stage refused its input (the job or the entity's component).
+#[derive(Clone, Debug, PartialEq)]
+pub enum StageError {
+    /// A bone index outside the rig.
+    BoneOutOfRange {
+        /// The bone.
+        bone: usize,
+        /// Bones in the rig.
+        bone_count: usize,
+    },
+    /// A chain whose bone does not descend from the chain's previous bone.
+    NotAChain {
+        /// The bone.
+        bone: usize,
+        /// The previous bone of the chain, which should be one of its ancestors.
+        ancestor: usize,
+    },
+    /// Two consecutive chain joints at the same place: the bone between them has no length, so
+    /// no rotation can move its end.
+    ZeroLengthBone {
+        /// The bone that starts the zero-length segment.
+        bone: usize,
+    },
+    /// A target, axis or parameter that is NaN or infinite.
+    NotFinite {
+        /// Which input.
+        what: &'static str,
+    },
+    /// A direction of zero length (a pole vector, an aim axis, a hinge axis).
+    ZeroDirection {
+        /// Which input.
+        what: &'static str,
+    },
+    /// A parameter outside its range (a weight outside `[0, 1]`, say).
+    OutOfRange {
+        /// Which parameter.
+        what: &'static str,
+        /// Its value.
+        value: f32,
+        /// The range, in words.
+        range: &'static str,
+    },
+    /// The model matrices or parents are shorter than the bones the job names, or the parents
+    /// are not parent-first and depth-first (each bone's descendants right after it).
+    BadHierarchy {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl fmt::Display for StageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BoneOutOfRange { bone, bone_count } => {
+                write!(f, "bone {bone} out of range ({bone_count} bones)")
+            }
+            Self::NotAChain { bone, ancestor } => write!(
+                f,
+                "bone {bone} does not descend from bone {ancestor}, the chain's previous bone"
+            ),
+            Self::ZeroLengthBone { bone } => write!(
+                f,
+                "bone {bone} has zero length (its chain joint and the next are at one place)"
+            ),
+            Self::NotFinite { what } => write!(f, "{what} is not finite"),
+            Self::ZeroDirection { what } => write!(f, "{what} has zero length"),
+            Self::OutOfRange { what, value, range } => {
+                write!(f, "{what} is {value}, outside {range}")
+            }
+            Self::BadHierarchy { reason } => write!(f, "{reason}"),
+        }
+    }
+}
+
+impl std::error::Error for StageError {}
+
+/// An entity's local pose as job 4 left it (read-only: stages edit model matrices, which are
+/// what skinning reads).
+#[derive(Clone, Copy, Debug)]
+pub struct LocalPose<'a>(LocalRepr<'a>);
+
+#[derive(Clone, Copy, Debug)]
+enum LocalRepr<'a> {
+    /// The fused chain's structure of arrays, 8 bones per block.
+    Soa(&'a [SoaTransform], usize),
+    /// The staged pipeline's [`LocalPoses`](crate::frame::LocalPoses) piece.
+    Aos(&'a [Transform]),
+}
+
+impl<'a> LocalPose<'a> {
+    pub(crate) fn soa(blocks: &'a [SoaTransform], bones: usize) -> Self {
+        Self(LocalRepr::Soa(blocks, bones.min(blocks.len() * LANES)))
+    }
+
+    pub(crate) fn aos(bones: &'a [Transform]) -> Self {
+        Self(LocalRepr::Aos(bones))
+    }
+
+    /// Bones in the pose.
+    pub fn len(&self) -> usize {
+        match self.0 {
+            LocalRepr::Soa(_, n) => n,
+            LocalRepr::Aos(b) => b.len(),
+        }
+    }
+
+    /// Whether the pose has no bone.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bone `bone`'s local transform (relative to its parent).
+    pub fn get(&self, bone: usize) -> Option<Transform> {
+        match self.0 {
+            LocalRepr::Soa(blocks, n) if bone < n => {
+                blocks.get(bone / LANES).map(|b| b.lane(bone % LANES))
+            }
+            LocalRepr::Soa(..) => None,
+            LocalRepr::Aos(b) => b.get(bone).copied(),
+        }
+    }
+}
+
+/// What a stage gets for one entity.
+#[derive(Debug)]
+pub struct StagePose<'a> {
+    /// The entity.
+    pub entity: Entity,
+    /// Its rig (bones parent-first and depth-first).
+    pub rig: &'a Rig,
+    /// Its local pose (job 4, root motion applied).
+    pub local: LocalPose<'a>,
+    /// Its model matrices (job 7, and the earlier stages' edits), one per rig bone: the stage
+    /// edits the bones it moves and their descendants.
+    pub model: &'a mut [Affine3A],
+    /// Its world transform after this frame's root motion (`world = transform · model`), when
+    /// it has an [`EntityTransform`](crate::component::EntityTransform).
+    pub transform: Option<&'a Transform>,
+}
+
+/// A per-entity step between propagation and skinning.
+pub trait PoseStage: Send + Sync + fmt::Debug + 'static {
+    /// The component the stage reads from each entity; entities without it are skipped.
+    type Input: Component;
+
+    /// The stage's name (in errors).
+    fn name(&self) -> &str;
+
+    /// Checks one entity's input against its rig before the frame moves anything.
+    ///
+    /// # Errors
+    /// [`StageError`] saying what is wrong and with which bone.
+    fn check(&self, rig: &Rig, input: &Self::Input) -> Result<(), StageError>;
+
+    /// Edits one entity's model matrices. Runs only after [`PoseStage::check`] accepted the
+    /// input, and must leave every matrix finite.
+    fn apply(&self, input: &Self::Input, pose: &mut StagePose<'_>);
+}
+
+/// The stages a pipeline runs, in order (empty by default).
+#[derive(Clone, Debug, Default)]
+pub struct PoseStages {
+    stages: Vec<Arc<dyn ErasedStage>>,
+}
+
+impl PoseStages {
+    /// No stage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// These stages, then `stage`.
+    #[must_use]
+    pub fn with(mut self, stage: impl PoseStage) -> Self {
+        self.stages.push(Arc::new(stage));
+        self
+    }
+
+    /// Number of stages.
+    pub fn len(&self) -> usize {
+        self.stages.len()
+    }
+
+    /// Whether there is no stage.
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// The stages' names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.stages.iter().map(|s| s.name())
+    }
+
+    /// `access` plus a read of every stage's input component.
+    pub(crate) fn declare(&self, access: Access) -> Access {
+        self.stages.iter().fold(access, |a, s| s.declare(a))
+    }
+
+    /// Each stage's view of its input column, for one frame.
+    pub(crate) fn views<'a>(
+        &'a self,
+        ctx: &NodeContext<'a>,
+    ) -> Result<Vec<Box<dyn StageView + 'a>>, NodeError> {
+        self.stages.iter().map(|s| s.view(ctx)).collect()
+    }
+}
+
+/// A stage with its input type erased, as the pipeline holds it.
+pub(crate) trait ErasedStage: Send + Sync + fmt::Debug {
+    fn name(&self) -> &str;
+    fn declare(&self, access: Access) -> Access;
+    fn view<'a>(&'a self, ctx: &NodeContext<'a>) -> Result<Box<dyn StageView + 'a>, NodeError>;
+}
+
+impl<S: PoseStage> ErasedStage for S {
+    fn name(&self) -> &str {
+        PoseStage::name(self)
+    }
+    fn declare(&self, access: Access) -> Access {
+        access.read::<S::Input>()
+    }
+    fn view<'a>(&'a self, ctx: &NodeContext<'a>) -> Result<Box<dyn StageView + 'a>, NodeError> {
+        Ok(Box::new(View {
+            stage: self,
+            inputs: ctx.view::<S::Input>()?,
+        }))
+    }
+}
+
+/// One frame's view of a stage's input component.
+pub(crate) trait StageView {
+    /// The stage over one store chunk, when the chunk's entities have its input.
+    fn chunk(&self, archetype: ArchetypeId, chunk: ChunkId) -> Option<Box<dyn ChunkStage + '_>>;
+}
+
+struct View<'a, S: PoseStage> {
+    stage: &'a S,
+    inputs: ComponentView<'a, S::Input>,
+}
+
+impl<S: PoseStage> StageView for View<'_, S> {
+    fn chunk(&self, archetype: ArchetypeId, chunk: ChunkId) -> Option<Box<dyn ChunkStage + '_>> {
+        let inputs = self.inputs.chunk_column(archetype, chunk)?;
+        Some(Box::new(Column {
+            stage: self.stage,
+            inputs,
+        }))
+    }
+}
+
+/// A stage over the rows of one chunk (row = the entity's row in its chunk).
+pub(crate) trait ChunkStage: Send + Sync {
+    fn check(&self, row: usize, entity: Entity, rig: &Rig) -> Result<(), JobError>;
+    fn apply(&self, row: usize, pose: &mut StagePose<'_>);
+}
+
+struct Column<'s, S: PoseStage> {
+    stage: &'s S,
+    inputs: &'s [S::Input],
+}
+
+impl<S: PoseStage> ChunkStage for Column<'_, S> {
+    fn check(&self, row: usize, entity: Entity, rig: &Rig) -> Result<(), JobError> {
+        match self.inputs.get(row) {
+            Some(input) => self
+                .stage
+                .check(rig, input)
+                .map_err(|error| JobError::PoseStage {
+                    stage: self.stage.name().to_owned(),
+                    entity,
+                    error,
+                }),
+            None => Ok(()),
+        }
+    }
+    fn apply(&self, row: usize, pose: &mut StagePose<'_>) {
+        if let Some(input) = self.inputs.get(row) {
+            self.stage.apply(input, pose);
+        }
+    }
+}
+
+/// The installed stages bound to one chunk: those whose input the chunk has.
+pub(crate) fn bind_chunk<'s>(
+    views: &'s [Box<dyn StageView + 's>],
+    archetype: ArchetypeId,
+    chunk: ChunkId,
+) -> Vec<Box<dyn ChunkStage + 's>> {
+    views
+        .iter()
+        .filter_map(|v| v.chunk(archetype, chunk))
+        .collect()
+}
