@@ -59,6 +59,7 @@
 //!         normals: vec![],
 //!         influences: vec![RawVertexInfluences(vec![(0, 1.0)])],
 //!         indices: vec![],
+//!         ..Default::default()
 //!     }
 //!     .bake()?,
 //! );
@@ -103,6 +104,7 @@ pub mod j9_skinning;
 #[cfg(feature = "baked")]
 pub mod lod;
 pub mod math;
+pub mod morph_weights;
 pub mod pipeline;
 pub mod pose_chain;
 
@@ -115,6 +117,7 @@ pub use j6_root_motion::RootMotionJob;
 pub use j7_propagate::PropagateJob;
 pub use j8_remap_cache::{RemapCache, RemapCacheJob};
 pub use j9_skinning::SkinningJob;
+pub use morph_weights::MorphWeightsJob;
 
 /// The README's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

@@ -10,6 +10,7 @@ mod error;
 mod hash;
 mod mask;
 mod mesh;
+mod morph;
 #[cfg(feature = "mesh-lod")]
 mod mesh_lod;
 mod registry;
@@ -23,7 +24,14 @@ pub use clip::{
 pub use error::BakeError;
 pub use hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 pub use mask::{AvatarMask, RawAvatarMask};
-pub use mesh::{MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh, SkinnedMeshBone};
+pub use mesh::{
+    MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh, SkinnedMeshBone,
+    SkinningMethod,
+};
+pub use morph::{
+    ActiveMorph, MAX_MORPH_DELTA_BYTES, MORPH_DELTA_BYTES_PER_VERTEX, MorphTargets,
+    RawMorphTarget, max_morph_targets,
+};
 #[cfg(feature = "mesh-lod")]
 pub use mesh_lod::{MeshLod, lod_chain, point_triangle_distance, simplify_mesh};
 pub use registry::AssetRegistry;

@@ -23,6 +23,7 @@
 mod accessor;
 mod error;
 mod gltf;
+mod morph;
 mod source;
 
 pub use self::error::ImportError;
