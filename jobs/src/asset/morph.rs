@@ -5,11 +5,11 @@ use super::BakeError;
 use super::hash::ContentHasher;
 use glam::Vec3;
 
-/// The most bytes of morph deltas one mesh may hold: 128 MiB, the storage binding size that
-/// every device the GPU path accepts guarantees (wgpu's downlevel default, which
-/// `GpuContext::required_limits` asks for). The GPU path binds a mesh's deltas as one storage
-/// buffer of [`MORPH_DELTA_BYTES_PER_VERTEX`] bytes per (target, vertex), so a mesh past this
-/// has more targets than the GPU path supports.
+/// The most bytes of morph deltas one mesh may hold: 128 MiB, wgpu's downlevel default
+/// `max_storage_buffer_binding_size` (what every compute-capable backend offers). The GPU path
+/// binds a mesh's deltas as one storage buffer of [`MORPH_DELTA_BYTES_PER_VERTEX`] bytes per
+/// (target, vertex), so a mesh past this has more targets than the GPU path supports; a
+/// device with a smaller limit refuses the upload with an error naming the mesh.
 pub const MAX_MORPH_DELTA_BYTES: u64 = 128 << 20;
 
 /// Bytes per (target, vertex) in the GPU delta buffer: a position and a normal delta, each a
