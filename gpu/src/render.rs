@@ -466,7 +466,11 @@ impl CrowdRenderer {
     ///
     /// # Errors
     /// As [`MorphInstances::new`].
-    pub fn set_morphs(&mut self, ctx: &GpuContext, lists: &[&[ActiveMorph]]) -> Result<(), GpuError> {
+    pub fn set_morphs(
+        &mut self,
+        ctx: &GpuContext,
+        lists: &[&[ActiveMorph]],
+    ) -> Result<(), GpuError> {
         self.morphs = Some(MorphInstances::new(ctx, self.morph_targets, lists)?);
         Ok(())
     }

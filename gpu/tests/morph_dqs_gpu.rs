@@ -15,8 +15,7 @@ use sinew_gpu::skin_pass::{
     GpuSkinMesh, MorphInstances, SkinBatch, SkinBuffers, SkinPass, read_buffer_f32,
 };
 use sinew_jobs::asset::{
-    ActiveMorph, RawMorphTarget, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh,
-    SkinningMethod,
+    ActiveMorph, RawMorphTarget, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh, SkinningMethod,
 };
 
 const COLS: usize = 12;
@@ -37,7 +36,12 @@ fn face(skinning: SkinningMethod, max_influences: usize) -> SkinnedMesh {
             normals.push(Vec3::new(0.1 * x, -0.05 * y, 1.0).normalize());
             let n = 1 + (r * COLS + c) % max_influences;
             let list: Vec<(u16, f32)> = (0..n)
-                .map(|k| (((c + k) % usize::from(BONES)) as u16, 1.0 + k as f32 + 0.1 * r as f32))
+                .map(|k| {
+                    (
+                        ((c + k) % usize::from(BONES)) as u16,
+                        1.0 + k as f32 + 0.1 * r as f32,
+                    )
+                })
                 .collect();
             influences.push(RawVertexInfluences(list));
         }
@@ -69,7 +73,20 @@ fn face(skinning: SkinningMethod, max_influences: usize) -> SkinnedMesh {
             let i = (r * COLS + c) as u32;
             let (right, up) = (i + 1, i + COLS as u32);
             // Both windings: the skinned grid may turn either side to the camera.
-            indices.extend([i, right, up + 1, i, up + 1, up, i, up + 1, right, i, up, up + 1]);
+            indices.extend([
+                i,
+                right,
+                up + 1,
+                i,
+                up + 1,
+                up,
+                i,
+                up + 1,
+                right,
+                i,
+                up,
+                up + 1,
+            ]);
         }
     }
     RawSkinnedMesh {
@@ -84,7 +101,12 @@ fn face(skinning: SkinningMethod, max_influences: usize) -> SkinnedMesh {
         normals,
         influences,
         indices,
-        morph_targets: vec![target(0, true), target(1, true), target(2, false), target(3, false)],
+        morph_targets: vec![
+            target(0, true),
+            target(1, true),
+            target(2, false),
+            target(3, false),
+        ],
         morph_weights: vec![0.5, 0.0, 0.0, 0.0],
         skinning,
     }
@@ -120,8 +142,18 @@ fn errors(gpu: &(Vec<Vec3>, Vec<Vec3>), cpu: &(Vec<Vec3>, Vec<Vec3>)) -> (f32, f
         (lo.min(*p), hi.max(*p))
     });
     let d = (hi - lo).length();
-    let pe = gpu.0.iter().zip(&cpu.0).map(|(g, c)| (*g - *c).length()).fold(0.0, f32::max);
-    let ne = gpu.1.iter().zip(&cpu.1).map(|(g, c)| (*g - *c).length()).fold(0.0, f32::max);
+    let pe = gpu
+        .0
+        .iter()
+        .zip(&cpu.0)
+        .map(|(g, c)| (*g - *c).length())
+        .fold(0.0, f32::max);
+    let ne = gpu
+        .1
+        .iter()
+        .zip(&cpu.1)
+        .map(|(g, c)| (*g - *c).length())
+        .fold(0.0, f32::max);
     assert_eq!(gpu.0.len(), cpu.0.len());
     assert_eq!(gpu.1.len(), cpu.1.len());
     (pe / d, ne)
@@ -132,14 +164,23 @@ fn compute_skinning_with_morphs_matches_the_cpu_for_lbs_and_dqs() {
     let Some(ctx) = common::context() else { return };
     for skinning in [SkinningMethod::Linear, SkinningMethod::DualQuaternion] {
         let mesh = face(skinning, 7);
-        assert!(!mesh.joints_extra().is_empty(), "uses the second influence set");
+        assert!(
+            !mesh.joints_extra().is_empty(),
+            "uses the second influence set"
+        );
         let pal = palette(0.2);
         for active in active_lists() {
             let cpu = mesh.skin_cpu_morphed(&pal, &active);
             let gpu = SkinPass::skin_positions_morphed(&ctx, &mesh, &pal, &active).unwrap();
             let (pe, ne) = errors(&gpu, &cpu);
-            eprintln!("{skinning:?}, {} active targets: position {pe:.2e}, normal {ne:.2e}", active.len());
-            assert!(pe <= 1e-5 && ne <= 1e-5, "{skinning:?} {active:?}: {pe} {ne}");
+            eprintln!(
+                "{skinning:?}, {} active targets: position {pe:.2e}, normal {ne:.2e}",
+                active.len()
+            );
+            assert!(
+                pe <= 1e-5 && ne <= 1e-5,
+                "{skinning:?} {active:?}: {pe} {ne}"
+            );
         }
         // The morph moves the mesh (the test could fail): bind shape vs morphed.
         let base = mesh.skin_cpu(&pal);
@@ -192,8 +233,12 @@ fn a_batch_gives_each_instance_its_own_targets_and_palette() {
         let cpu = mesh.skin_cpu_morphed(&palettes[i], &lists[i]);
         let part = &floats[i * nv * 8..(i + 1) * nv * 8];
         let gpu = (
-            part.chunks(8).map(|v| Vec3::new(v[0], v[1], v[2])).collect(),
-            part.chunks(8).map(|v| Vec3::new(v[4], v[5], v[6])).collect(),
+            part.chunks(8)
+                .map(|v| Vec3::new(v[0], v[1], v[2]))
+                .collect(),
+            part.chunks(8)
+                .map(|v| Vec3::new(v[4], v[5], v[6]))
+                .collect(),
         );
         let (pe, ne) = errors(&gpu, &cpu);
         assert!(pe <= 1e-5 && ne <= 1e-5, "instance {i}: {pe} {ne}");
@@ -206,12 +251,23 @@ fn a_batch_gives_each_instance_its_own_targets_and_palette() {
         out: &out,
         morphs: Some(&two),
     };
-    assert!(pass.encode(&ctx, &mut encoder, &gpu_mesh, buffers, batch, None).is_err());
+    assert!(
+        pass.encode(&ctx, &mut encoder, &gpu_mesh, buffers, batch, None)
+            .is_err()
+    );
     // A target the mesh lacks, or a NaN weight, is refused before anything reaches the GPU.
-    let bad = [ActiveMorph { target: 4, weight: 1.0 }];
-    let e = MorphInstances::new(&ctx, 4, &[&[], &bad]).unwrap_err().to_string();
+    let bad = [ActiveMorph {
+        target: 4,
+        weight: 1.0,
+    }];
+    let e = MorphInstances::new(&ctx, 4, &[&[], &bad])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("instance 1 entry 0: target 4"), "{e}");
-    let nan = [ActiveMorph { target: 0, weight: f32::NAN }];
+    let nan = [ActiveMorph {
+        target: 0,
+        weight: f32::NAN,
+    }];
     assert!(MorphInstances::new(&ctx, 4, &[&nan]).is_err());
 }
 
@@ -315,10 +371,15 @@ fn the_vertex_shader_morphs_and_skins_like_the_cpu() {
     let covered = c.iter().filter(|x| **x).count();
     let differ = |a: &[bool], b: &[bool]| a.iter().zip(b).filter(|(x, y)| x != y).count();
     let (gpu_cpu, bind_cpu) = (differ(&g, &c), differ(&b, &c));
-    eprintln!("{covered} covered pixels; GPU vs CPU differ in {gpu_cpu}, bind shape vs CPU in {bind_cpu}");
+    eprintln!(
+        "{covered} covered pixels; GPU vs CPU differ in {gpu_cpu}, bind shape vs CPU in {bind_cpu}"
+    );
     assert!(covered > 1000, "the mesh is on screen");
     assert!(bind_cpu > 200, "the morph visibly moves the mesh");
-    assert!(gpu_cpu * 100 <= covered, "GPU and CPU coverage differ in {gpu_cpu} pixels");
+    assert!(
+        gpu_cpu * 100 <= covered,
+        "GPU and CPU coverage differ in {gpu_cpu} pixels"
+    );
 }
 
 #[test]

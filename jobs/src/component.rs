@@ -340,9 +340,23 @@ impl MorphWeights {
     pub fn active(&self) -> &[ActiveMorph] {
         &self.active
     }
-    /// The active list, for the morph-weights job.
-    pub(crate) fn active_mut(&mut self) -> &mut Vec<ActiveMorph> {
-        &mut self.active
+    /// Rewrites the active list: per target in order, `animated(curve)` when it gives a value,
+    /// else the base weight; zeros left out. No allocation once the list has grown.
+    pub(crate) fn compact(&mut self, animated: impl Fn(BoneHash) -> Option<f32>) {
+        self.active.clear();
+        for (k, base) in self.base.iter().enumerate() {
+            let weight = self
+                .curves
+                .get(k)
+                .and_then(|h| animated(*h))
+                .unwrap_or(*base);
+            if weight != 0.0 {
+                self.active.push(ActiveMorph {
+                    target: k as u32,
+                    weight,
+                });
+            }
+        }
     }
 }
 

@@ -65,25 +65,7 @@ impl MorphWeightsJob<'_> {
     pub fn run(&mut self) {
         for (i, w) in self.weights.iter_mut().enumerate() {
             let values = self.curves.and_then(|c| c.get(i)).map(CurveValues::values);
-            let animated: Vec<Option<f32>> = w
-                .curves()
-                .iter()
-                .map(|h| {
-                    values.and_then(|v| v.iter().find(|(k, _)| k == h).map(|(_, x)| *x))
-                })
-                .collect();
-            let base = w.base().to_vec();
-            let active = w.active_mut();
-            active.clear();
-            for (k, b) in base.iter().enumerate() {
-                let weight = animated.get(k).copied().flatten().unwrap_or(*b);
-                if weight != 0.0 {
-                    active.push(crate::asset::ActiveMorph {
-                        target: k as u32,
-                        weight,
-                    });
-                }
-            }
+            w.compact(|h| values?.iter().find(|(k, _)| *k == h).map(|(_, x)| *x));
         }
     }
 }

@@ -34,7 +34,10 @@ fn cylinder(skinning: SkinningMethod) -> SkinnedMesh {
         name: "cylinder".into(),
         bones: vec![
             ("a".into(), Mat4::IDENTITY),
-            ("b".into(), Mat4::from_translation(Vec3::new(-1.0, 0.0, 0.0))),
+            (
+                "b".into(),
+                Mat4::from_translation(Vec3::new(-1.0, 0.0, 0.0)),
+            ),
         ],
         positions,
         influences,
@@ -79,16 +82,27 @@ fn a_180_degree_twist_keeps_the_cross_section_with_dqs_and_collapses_it_with_lbs
     let (lbs, dqs) = (ring_areas(&lbs), ring_areas(&dqs));
     for r in 0..RINGS {
         let ratio = dqs[r] / rest[r];
-        assert!((ratio - 1.0).abs() < 0.05, "DQS ring {r}: area ratio {ratio}");
+        assert!(
+            (ratio - 1.0).abs() < 0.05,
+            "DQS ring {r}: area ratio {ratio}"
+        );
         // LBS: yz' = (w_a − w_b) · yz, so the area scales by (w_a − w_b)².
         let x = 2.0 * r as f32 / (RINGS - 1) as f32;
         let wb = (x - 0.5).clamp(0.0, 1.0);
         let want = (1.0 - 2.0 * wb).powi(2);
-        assert!((lbs[r] / rest[r] - want).abs() < 1e-4, "LBS ring {r}: {} vs {want}", lbs[r] / rest[r]);
+        assert!(
+            (lbs[r] / rest[r] - want).abs() < 1e-4,
+            "LBS ring {r}: {} vs {want}",
+            lbs[r] / rest[r]
+        );
     }
     // The middle ring (x = 1, half and half): LBS collapses it to a point, DQS turns it 90°.
     let mid = RINGS / 2;
-    assert!(lbs[mid] / rest[mid] < 1e-6, "LBS middle ring keeps {}", lbs[mid] / rest[mid]);
+    assert!(
+        lbs[mid] / rest[mid] < 1e-6,
+        "LBS middle ring keeps {}",
+        lbs[mid] / rest[mid]
+    );
     assert!((dqs[mid] / rest[mid] - 1.0).abs() < 1e-4);
     let min_lbs = lbs.iter().copied().fold(f32::MAX, f32::min) / rest[mid];
     let min_dqs = dqs.iter().copied().fold(f32::MAX, f32::min) / rest[mid];
@@ -112,7 +126,11 @@ fn dqs_equals_lbs_for_vertices_with_one_influence() {
     let mut normals = Vec::new();
     for v in 0..40u16 {
         let f = f32::from(v);
-        positions.push(Vec3::new(0.1 * f - 2.0, (0.37 * f).sin() * 3.0, (0.11 * f).cos()));
+        positions.push(Vec3::new(
+            0.1 * f - 2.0,
+            (0.37 * f).sin() * 3.0,
+            (0.11 * f).cos(),
+        ));
         normals.push(Vec3::new((0.3 * f).cos(), 1.0, (0.7 * f).sin()).normalize());
         influences.push(RawVertexInfluences(vec![(v % bones, 1.0)]));
     }
@@ -128,7 +146,10 @@ fn dqs_equals_lbs_for_vertices_with_one_influence() {
         ..Default::default()
     };
     let palette: Vec<[f32; 12]> = (0..usize::from(bones)).map(general_entry).collect();
-    let (lp, ln) = raw(SkinningMethod::Linear).bake().unwrap().skin_cpu(&palette);
+    let (lp, ln) = raw(SkinningMethod::Linear)
+        .bake()
+        .unwrap()
+        .skin_cpu(&palette);
     let (dp, dn) = raw(SkinningMethod::DualQuaternion)
         .bake()
         .unwrap()
@@ -138,7 +159,17 @@ fn dqs_equals_lbs_for_vertices_with_one_influence() {
         let m = Affine3A::from_cols_array(&palette[v % usize::from(bones)]);
         let want = m.transform_point3(positions[v]);
         assert!((lp[v] - want).length() <= 1e-5 * (1.0 + want.length()));
-        assert!((dp[v] - lp[v]).length() <= 1e-5 * (1.0 + lp[v].length()), "vertex {v}: {} vs {}", dp[v], lp[v]);
-        assert!((dn[v] - ln[v]).length() <= 1e-5, "normal {v}: {} vs {}", dn[v], ln[v]);
+        assert!(
+            (dp[v] - lp[v]).length() <= 1e-5 * (1.0 + lp[v].length()),
+            "vertex {v}: {} vs {}",
+            dp[v],
+            lp[v]
+        );
+        assert!(
+            (dn[v] - ln[v]).length() <= 1e-5,
+            "normal {v}: {} vs {}",
+            dn[v],
+            ln[v]
+        );
     }
 }

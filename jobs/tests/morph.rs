@@ -17,7 +17,9 @@ use sinew_jobs::component::{
     AnimationToProcess, CurveValues, FrameSlot, MorphWeights, SkinRef, animated,
 };
 use sinew_jobs::error::JobError;
-use sinew_jobs::import::{GltfScene, GltfSkinnedPrimitive, ImportError, import_gltf, import_gltf_slice};
+use sinew_jobs::import::{
+    GltfScene, GltfSkinnedPrimitive, ImportError, import_gltf, import_gltf_slice,
+};
 use sinew_jobs::pipeline::PipelineConfig;
 use sinew_runtime::store::{Entity, Store};
 use std::sync::Arc;
@@ -105,8 +107,12 @@ fn pose(
         let anim = AnimationToProcess::new(scene.clips[clip].clone())
             .at(time)
             .looping(false);
-        let e = store.spawn(animated(scene.rig.clone(), vec![anim])).unwrap();
-        store.insert(e, SkinRef::new(p.skinned_mesh.clone())).unwrap();
+        let e = store
+            .spawn(animated(scene.rig.clone(), vec![anim]))
+            .unwrap();
+        store
+            .insert(e, SkinRef::new(p.skinned_mesh.clone()))
+            .unwrap();
         store.insert(e, CurveValues::default()).unwrap();
         store.insert(e, p.morph_weights_component()).unwrap();
         entities.push(e);
@@ -163,7 +169,11 @@ fn simple_morph_matches_an_independent_parse() {
     let morph = mesh.morph_targets();
     assert_eq!(morph.len(), 2);
     assert_eq!(morph.default_weights(), [0.5, 0.5]);
-    assert_eq!(prim.morph_weights, [0.5, 0.5], "no node.weights: the mesh's");
+    assert_eq!(
+        prim.morph_weights,
+        [0.5, 0.5],
+        "no node.weights: the mesh's"
+    );
     assert_eq!(morph.target_positions(0), d0.as_slice());
     assert_eq!(morph.target_positions(1), d1.as_slice());
     assert_eq!(mesh.positions(), base.as_slice());
@@ -176,11 +186,19 @@ fn simple_morph_matches_an_independent_parse() {
             .into_iter()
             .filter(|(_, w)| *w != 0.0)
             .count();
-        assert_eq!(active.len(), expected_active, "t = {t}: zero weights are dropped");
+        assert_eq!(
+            active.len(),
+            expected_active,
+            "t = {t}: zero weights are dropped"
+        );
         let (got, _) = mesh.skin_cpu_morphed(&palette, &active);
         for v in 0..base.len() {
             let want = base[v] + d0[v] * m0 + d1[v] * m1;
-            assert!(close(got[v], want, 1e-6), "t = {t} vertex {v}: {} vs {want}", got[v]);
+            assert!(
+                close(got[v], want, 1e-6),
+                "t = {t} vertex {v}: {} vs {want}",
+                got[v]
+            );
         }
     }
 }
@@ -198,7 +216,8 @@ impl Builder {
         while !self.bin.len().is_multiple_of(4) {
             self.bin.push(0);
         }
-        self.views.push(json!({"buffer": 0, "byteOffset": self.bin.len(), "byteLength": bytes.len()}));
+        self.views
+            .push(json!({"buffer": 0, "byteOffset": self.bin.len(), "byteLength": bytes.len()}));
         self.bin.extend_from_slice(bytes);
         let mut acc = json!({"bufferView": self.views.len() - 1, "componentType": component, "type": ty, "count": count});
         if let (Some(a), Some(e)) = (acc.as_object_mut(), extra.as_object()) {
@@ -218,7 +237,13 @@ impl Builder {
             lo[i % 3] = lo[i % 3].min(*x);
             hi[i % 3] = hi[i % 3].max(*x);
         }
-        self.raw(&bytes, 5126, "VEC3", v.len() / 3, json!({"min": lo, "max": hi}))
+        self.raw(
+            &bytes,
+            5126,
+            "VEC3",
+            v.len() / 3,
+            json!({"min": lo, "max": hi}),
+        )
     }
     fn u8s(&mut self, v: &[u8], ty: &str, dims: usize) -> usize {
         self.raw(v, 5121, ty, v.len() / dims, json!({}))
@@ -255,7 +280,9 @@ const DELTA0: [f32; 12] = [0., 0., 0.5, 0., 0., 0.5, 0., 0., 0., 0.25, 0., 0.];
 const DELTA1: [f32; 12] = [0.1, 0., 0., 0., 0.2, 0., 0., 0., 0.3, 0., 0., 0.];
 const NDELTA0: [f32; 12] = [1., 0., 0., 0., 0., 0., 0., 1., 0., 0., 0., 0.];
 const JOINTS: [u8; 16] = [0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0];
-const WEIGHTS: [f32; 16] = [1., 0., 0., 0., 0.5, 0.5, 0., 0., 1., 0., 0., 0., 1., 0., 0., 0.];
+const WEIGHTS: [f32; 16] = [
+    1., 0., 0., 0., 0.5, 0.5, 0., 0., 1., 0., 0., 0., 1., 0., 0., 0.,
+];
 /// Weight keys at t = 0, 1, 2 for targets 0 and 1.
 const WEIGHT_KEYS: [f32; 6] = [0.0, 1.0, 1.0, 0.0, 0.5, 0.5];
 
@@ -274,10 +301,13 @@ fn skinned_morphed_file() -> (Builder, Value) {
     let j = b.u8s(&JOINTS, "VEC4", 4);
     let w = b.f32s(&WEIGHTS, "VEC4", 4);
     let idx = b.u8s(&[0, 1, 2, 1, 3, 2], "SCALAR", 1);
-    let ibm: Vec<f32> = [Mat4::IDENTITY, Mat4::from_translation(Vec3::new(0., -2., 0.))]
-        .iter()
-        .flat_map(|m| m.to_cols_array())
-        .collect();
+    let ibm: Vec<f32> = [
+        Mat4::IDENTITY,
+        Mat4::from_translation(Vec3::new(0., -2., 0.)),
+    ]
+    .iter()
+    .flat_map(|m| m.to_cols_array())
+    .collect();
     let ibm = b.f32s(&ibm, "MAT4", 16);
     let t = b.f32s(&[0.0, 1.0, 2.0], "SCALAR", 1);
     let q = |deg: f32| Quat::from_rotation_z(deg.to_radians()).to_array();
@@ -352,7 +382,10 @@ fn a_skinned_and_morphed_mesh_follows_the_spec_formula() {
     let scene = import_gltf_slice(&b.glb(doc), None, &AssetRegistry::new()).unwrap();
     assert_eq!(scene.meshes.len(), 2, "body and ghost");
     let (body, ghost) = (&scene.meshes[0], &scene.meshes[1]);
-    assert!(Arc::ptr_eq(&body.skinned_mesh, &ghost.skinned_mesh), "one baked mesh");
+    assert!(
+        Arc::ptr_eq(&body.skinned_mesh, &ghost.skinned_mesh),
+        "one baked mesh"
+    );
     let morph = body.skinned_mesh.morph_targets();
     assert_eq!(morph.len(), 2);
     assert_eq!(morph.default_weights(), [0.25, 0.75]);
@@ -362,24 +395,40 @@ fn a_skinned_and_morphed_mesh_follows_the_spec_formula() {
 
     for t in [0.0, 0.4, 1.0, 1.7, 2.0] {
         // Clip 0 animates the body's weights; the ghost (another node) keeps the mesh's.
-        let m = [linear(&[0., 1., 2.], &[0., 1., 0.5], t), linear(&[0., 1., 2.], &[1., 0., 0.5], t)];
+        let m = [
+            linear(&[0., 1., 2.], &[0., 1., 0.5], t),
+            linear(&[0., 1., 2.], &[1., 0., 0.5], t),
+        ];
         let posed = pose(&scene, &[body, ghost], 0, t);
-        for ((palette, active), weights, what) in [
-            (&posed[0], m, "body"),
-            (&posed[1], [0.25, 0.75], "ghost"),
-        ] {
+        for ((palette, active), weights, what) in
+            [(&posed[0], m, "body"), (&posed[1], [0.25, 0.75], "ghost")]
+        {
             let (p, n) = body.skinned_mesh.skin_cpu_morphed(palette, active);
             let (ep, en) = expected(t, weights);
             for v in 0..4 {
-                assert!(close(p[v], ep[v], 1e-5), "{what} t = {t} vertex {v}: {} vs {}", p[v], ep[v]);
-                assert!(close(n[v], en[v], 1e-5), "{what} t = {t} normal {v}: {} vs {}", n[v], en[v]);
+                assert!(
+                    close(p[v], ep[v], 1e-5),
+                    "{what} t = {t} vertex {v}: {} vs {}",
+                    p[v],
+                    ep[v]
+                );
+                assert!(
+                    close(n[v], en[v], 1e-5),
+                    "{what} t = {t} normal {v}: {} vs {}",
+                    n[v],
+                    en[v]
+                );
             }
         }
         // Clip 1 does not animate weights: node.weights for the body.
         let (palette, active) = &pose(&scene, &[body], 1, t)[0];
         let (p, _) = body.skinned_mesh.skin_cpu_morphed(palette, active);
         let (ep, _) = expected(t, [0.5, 0.0]);
-        assert_eq!(active.len(), 1, "target 1 at weight 0 is not in the active list");
+        assert_eq!(
+            active.len(),
+            1,
+            "target 1 at weight 0 is not in the active list"
+        );
         for v in 0..4 {
             assert!(close(p[v], ep[v], 1e-5), "clip 1 t = {t} vertex {v}");
         }
@@ -393,14 +442,21 @@ fn weights_set_from_code_apply_where_no_clip_animates_them() {
     let body = &scene.meshes[0];
     let mut store = Store::new();
     let anim = AnimationToProcess::new(scene.clips[1].clone()).at(1.0);
-    let e = store.spawn(animated(scene.rig.clone(), vec![anim])).unwrap();
-    store.insert(e, SkinRef::new(body.skinned_mesh.clone())).unwrap();
+    let e = store
+        .spawn(animated(scene.rig.clone(), vec![anim]))
+        .unwrap();
+    store
+        .insert(e, SkinRef::new(body.skinned_mesh.clone()))
+        .unwrap();
     let mut weights = MorphWeights::for_mesh(&body.skinned_mesh);
     weights.set(1, 0.0).unwrap();
     weights.set(0, -0.5).unwrap();
     assert!(matches!(
         weights.set(2, 1.0),
-        Err(JobError::BadMorphWeights { target: Some(2), .. })
+        Err(JobError::BadMorphWeights {
+            target: Some(2),
+            ..
+        })
     ));
     assert!(weights.set(0, f32::NAN).is_err());
     store.insert(e, weights).unwrap();
@@ -411,7 +467,13 @@ fn weights_set_from_code_apply_where_no_clip_animates_them() {
     let mut animator = Animator::with(&mut store, config, |_, _| {}).unwrap();
     animator.run_frame(&mut store, 0.0).unwrap();
     let active = store.get::<MorphWeights>(e).unwrap().active().to_vec();
-    assert_eq!(active, [ActiveMorph { target: 0, weight: -0.5 }]);
+    assert_eq!(
+        active,
+        [ActiveMorph {
+            target: 0,
+            weight: -0.5
+        }]
+    );
     let slot = *store.get::<FrameSlot>(e).unwrap();
     let palette = &animator.palettes(&store)[slot.palette_offset as usize..][..2];
     let (p, _) = body.skinned_mesh.skin_cpu_morphed(palette, &active);
@@ -423,7 +485,10 @@ fn weights_set_from_code_apply_where_no_clip_animates_them() {
     // Weights that do not fit the mesh fail the frame, naming the entity and the mesh.
     store.insert(e, MorphWeights::new(vec![1.0])).unwrap();
     let err = animator.run_frame(&mut store, 0.0).unwrap_err().to_string();
-    assert!(err.contains("blob/0") && err.contains("1 weights for 2 targets"), "{err}");
+    assert!(
+        err.contains("blob/0") && err.contains("1 weights for 2 targets"),
+        "{err}"
+    );
 }
 
 fn expect_err(doc: Value, b: &Builder) -> ImportError {
@@ -441,7 +506,11 @@ fn bad_morph_targets_are_errors_naming_mesh_primitive_and_target() {
         matches!(&e, ImportError::Mesh { mesh: 0, primitive: 0, reason, .. } if reason.contains("morph target 1")),
         "{e}"
     );
-    assert!(e.to_string().contains("mesh 0 primitive 0: morph target 1: POSITION has 3 elements, POSITION 4"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("mesh 0 primitive 0: morph target 1: POSITION has 3 elements, POSITION 4"),
+        "{e}"
+    );
 
     // NaN deltas.
     let (mut b, mut doc) = skinned_morphed_file();
@@ -462,13 +531,20 @@ fn bad_morph_targets_are_errors_naming_mesh_primitive_and_target() {
         .unwrap()
         .remove("NORMAL");
     let e = expect_err(doc, &b);
-    assert!(e.to_string().contains("morph target 0 has NORMAL deltas"), "{e}");
+    assert!(
+        e.to_string().contains("morph target 0 has NORMAL deltas"),
+        "{e}"
+    );
 
     // mesh.weights of the wrong length, node.weights of the wrong length.
     let (b, mut doc) = skinned_morphed_file();
     doc["meshes"][0]["weights"] = json!([1.0]);
     let e = expect_err(doc, &b);
-    assert!(e.to_string().contains("mesh.weights lists 1 weights for 2 targets"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("mesh.weights lists 1 weights for 2 targets"),
+        "{e}"
+    );
     let (b, mut doc) = skinned_morphed_file();
     doc["nodes"][2]["weights"] = json!([1.0, 2.0, 3.0]);
     let e = expect_err(doc, &b);
@@ -531,19 +607,49 @@ fn bake_rejects_bad_morph_targets_with_the_target_named() {
     assert_eq!(ok.morph_targets().default_weights(), [0.0]);
     let mut r = raw_mesh();
     r.morph_targets[0].positions.pop();
-    assert!(matches!(r.bake(), Err(BakeError::MorphTarget { target: 0, .. })));
+    assert!(matches!(
+        r.bake(),
+        Err(BakeError::MorphTarget { target: 0, .. })
+    ));
     let mut r = raw_mesh();
     r.morph_targets[0].positions[1].x = f32::NAN;
     let e = r.bake().unwrap_err();
-    assert_eq!(e.to_string(), "mesh 'm': morph target 0: position delta of vertex 1 is NaN or infinite");
+    assert_eq!(
+        e.to_string(),
+        "mesh 'm': morph target 0: position delta of vertex 1 is NaN or infinite"
+    );
     let mut r = raw_mesh();
     r.morph_targets[0].normals = vec![Vec3::X, Vec3::INFINITY];
-    assert!(matches!(r.bake(), Err(BakeError::MorphTarget { target: 0, .. })));
+    assert!(matches!(
+        r.bake(),
+        Err(BakeError::MorphTarget { target: 0, .. })
+    ));
     let mut r = raw_mesh();
     r.morph_weights = vec![0.5, 0.5];
     assert!(matches!(r.bake(), Err(BakeError::MorphTarget { .. })));
     let mut r = raw_mesh();
     r.normals.clear();
     r.morph_targets[0].normals = vec![Vec3::X, Vec3::X];
-    assert!(matches!(r.bake(), Err(BakeError::MorphTarget { target: 0, .. })));
+    assert!(matches!(
+        r.bake(),
+        Err(BakeError::MorphTarget { target: 0, .. })
+    ));
+}
+
+/// The fuzz target's morphed seed files import, with their targets (so the fuzzer starts from
+/// files that reach the morph code).
+#[test]
+fn the_morphed_fuzz_seeds_import_with_their_targets() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/gltf_import");
+    for (file, skinned) in [("SimpleMorph.glb", false), ("SkinnedMorph.glb", true)] {
+        let bytes = std::fs::read(dir.join(file)).unwrap();
+        let scene = import_gltf_slice(&bytes, None, &AssetRegistry::new()).unwrap();
+        let prims = if skinned {
+            &scene.meshes
+        } else {
+            &scene.morphed_nodes
+        };
+        assert!(!prims.is_empty(), "{file}");
+        assert_eq!(prims[0].skinned_mesh.morph_targets().len(), 2, "{file}");
+    }
 }

@@ -10,9 +10,9 @@ mod error;
 mod hash;
 mod mask;
 mod mesh;
-mod morph;
 #[cfg(feature = "mesh-lod")]
 mod mesh_lod;
+mod morph;
 mod registry;
 mod rig;
 
@@ -28,12 +28,12 @@ pub use mesh::{
     MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh, SkinnedMeshBone,
     SkinningMethod,
 };
-pub use morph::{
-    ActiveMorph, MAX_MORPH_DELTA_BYTES, MORPH_DELTA_BYTES_PER_VERTEX, MorphTargets,
-    RawMorphTarget, max_morph_targets,
-};
 #[cfg(feature = "mesh-lod")]
 pub use mesh_lod::{MeshLod, lod_chain, point_triangle_distance, simplify_mesh};
+pub use morph::{
+    ActiveMorph, MAX_MORPH_DELTA_BYTES, MORPH_DELTA_BYTES_PER_VERTEX, MorphTargets, RawMorphTarget,
+    max_morph_targets,
+};
 pub use registry::AssetRegistry;
 pub use rig::{BoneIndex, NO_PARENT, RawBone, RawRig, Rig};
 

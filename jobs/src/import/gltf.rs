@@ -185,8 +185,7 @@ impl GltfSkinnedPrimitive {
     /// this file's clips with this primitive's mesh: the node's starting weights, driven by the
     /// curves `<node name>.weights[k]` the importer makes from `weights` channels.
     pub fn morph_weights_component(&self) -> crate::component::MorphWeights {
-        crate::component::MorphWeights::new(self.morph_weights.clone())
-            .animated_by(&self.node_name)
+        crate::component::MorphWeights::new(self.morph_weights.clone()).animated_by(&self.node_name)
     }
 }
 

@@ -55,23 +55,27 @@ pub(super) fn read_targets(
     let mut targets = Vec::with_capacity(count);
     let mut tangents_dropped = false;
     for (k, target) in prim.morph_targets().enumerate() {
-        let read = |acc: Option<::gltf::Accessor<'_>>, what: &str| -> Result<Vec<Vec3>, ImportError> {
-            let Some(acc) = acc else {
-                return Ok(Vec::new());
+        let read =
+            |acc: Option<::gltf::Accessor<'_>>, what: &str| -> Result<Vec<Vec3>, ImportError> {
+                let Some(acc) = acc else {
+                    return Ok(Vec::new());
+                };
+                let used_as = format!(
+                    "mesh {} primitive {} target {k} {what}",
+                    at.mesh, at.primitive
+                );
+                let c = reader.floats(&acc, &used_as, &[Dimensions::Vec3], false)?;
+                if c.count() != vertices {
+                    return Err(at.err(format!(
+                        "morph target {k}: {what} has {} elements, POSITION {vertices}",
+                        c.count()
+                    )));
+                }
+                Ok((0..vertices)
+                    .filter_map(|i| c.get::<3>(i))
+                    .map(Vec3::from_array)
+                    .collect())
             };
-            let used_as = format!("mesh {} primitive {} target {k} {what}", at.mesh, at.primitive);
-            let c = reader.floats(&acc, &used_as, &[Dimensions::Vec3], false)?;
-            if c.count() != vertices {
-                return Err(at.err(format!(
-                    "morph target {k}: {what} has {} elements, POSITION {vertices}",
-                    c.count()
-                )));
-            }
-            Ok((0..vertices)
-                .filter_map(|i| c.get::<3>(i))
-                .map(Vec3::from_array)
-                .collect())
-        };
         let positions = match target.positions() {
             Some(acc) => read(Some(acc), "POSITION")?,
             // A target without POSITION moves no vertex (it may move only normals).
