@@ -115,8 +115,8 @@ impl DualQuatBlend {
     pub fn add(&mut self, bone: &DualQuatBone, w: f32) {
         let pivot = *self.pivot.get_or_insert(bone.real);
         let s = if pivot.dot(bone.real) < 0.0 { -w } else { w };
-        self.real = self.real + bone.real * s;
-        self.dual = self.dual + bone.dual * s;
+        self.real += bone.real * s;
+        self.dual += bone.dual * s;
         self.scale += bone.scale * w;
     }
 
