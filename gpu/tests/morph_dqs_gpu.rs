@@ -3,8 +3,10 @@
 //!
 //! Compute path: position metric `max_v |gpu_v − cpu_v| / d`, with `d` the diagonal of the
 //! CPU-skinned mesh's bounding box, and `max_v |gpu_n − cpu_n|` for unit normals; bound 1e-5.
-//! Vertex path: the instanced draw of the morphed, skinned mesh against the same renderer
-//! drawing the CPU-morphed and CPU-skinned vertices as a static mesh (identity palette).
+//! Vertex path: `vs_skin` (what `vs_main` computes before the world transform) run in the
+//! vertex stage by a probe pipeline that writes each vertex's result to a float target, same
+//! metric and bound; and the instanced draw of the morphed, skinned mesh against the same
+//! renderer drawing the CPU-morphed and CPU-skinned vertices as a static mesh.
 #![allow(clippy::unwrap_used, clippy::panic)] // test helpers outside #[test] functions
 
 mod common;
@@ -403,4 +405,328 @@ fn morph_lists_must_match_the_instances_and_can_be_cleared() {
     assert!(r.render(&ctx, &buf, &one, &cam).is_err());
     r.clear_morphs();
     assert!(r.render(&ctx, &buf, &one, &cam).is_ok());
+}
+
+/// Probe entry points appended to `skinning.wgsl`: `vs_probe` runs `vs_skin` (what `vs_main`
+/// computes before the world transform) and puts vertex `i` on pixel `(i % 16, i / 16)` of
+/// two float targets, which `fs_probe` fills with the skinned position and normal.
+const PROBE_WGSL: &str = r#"
+const PROBE_W: u32 = 16u;
+const PROBE_H: u32 = 8u;
+struct ProbeOut {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) @interpolate(flat) position: vec4<f32>,
+    @location(1) @interpolate(flat) normal: vec4<f32>,
+}
+struct ProbeTargets {
+    @location(0) position: vec4<f32>,
+    @location(1) normal: vec4<f32>,
+}
+@vertex
+fn vs_probe(v: VertexIn) -> ProbeOut {
+    let m = vs_skin(v);
+    let px = vec2<f32>(f32(v.vertex % PROBE_W), f32(v.vertex / PROBE_W)) + 0.5;
+    var out: ProbeOut;
+    out.clip = vec4<f32>(px.x / f32(PROBE_W) * 2.0 - 1.0, 1.0 - px.y / f32(PROBE_H) * 2.0, 0.5, 1.0);
+    out.position = vec4<f32>(m.position, 1.0);
+    out.normal = vec4<f32>(m.normal, 0.0);
+    return out;
+}
+@fragment
+fn fs_probe(in: ProbeOut) -> ProbeTargets {
+    return ProbeTargets(in.position, in.normal);
+}
+"#;
+
+/// The vertex stage's positions and normals (`vs_skin`, as `vs_main` runs it, with the
+/// renderer's vertex and instance layouts and bindings) for one instance of `mesh`.
+fn vertex_stage(
+    ctx: &sinew_gpu::context::GpuContext,
+    mesh: &SkinnedMesh,
+    palette: &[[f32; 12]],
+    active: &[ActiveMorph],
+) -> (Vec<Vec3>, Vec<Vec3>) {
+    use wgpu::util::DeviceExt;
+    let (w, h) = (16u32, 8u32);
+    let nv = mesh.positions().len();
+    assert!(nv <= (w * h) as usize);
+    let device = &ctx.device;
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("probe"),
+        source: wgpu::ShaderSource::Wgsl(
+            format!("{}\n{PROBE_WGSL}", sinew_gpu::skin_pass::SKINNING_WGSL).into(),
+        ),
+    });
+    // The renderer's layouts: position, normal, joints, weights; palette base and world rows.
+    let vertex_attrs =
+        wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Uint32x4, 3 => Float32x4];
+    let instance_attrs = [
+        wgpu::VertexAttribute {
+            format: wgpu::VertexFormat::Uint32,
+            offset: 0,
+            shader_location: 4,
+        },
+        wgpu::VertexAttribute {
+            format: wgpu::VertexFormat::Float32x4,
+            offset: 16,
+            shader_location: 5,
+        },
+        wgpu::VertexAttribute {
+            format: wgpu::VertexFormat::Float32x4,
+            offset: 32,
+            shader_location: 6,
+        },
+        wgpu::VertexAttribute {
+            format: wgpu::VertexFormat::Float32x4,
+            offset: 48,
+            shader_location: 7,
+        },
+    ];
+    let format = wgpu::TextureFormat::Rgba32Float;
+    let target = Some(wgpu::ColorTargetState {
+        format,
+        blend: None,
+        write_mask: wgpu::ColorWrites::ALL,
+    });
+    let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some("probe"),
+        layout: None,
+        vertex: wgpu::VertexState {
+            module: &module,
+            entry_point: Some("vs_probe"),
+            compilation_options: Default::default(),
+            buffers: &[
+                Some(wgpu::VertexBufferLayout {
+                    array_stride: 56,
+                    step_mode: wgpu::VertexStepMode::Vertex,
+                    attributes: &vertex_attrs,
+                }),
+                Some(wgpu::VertexBufferLayout {
+                    array_stride: std::mem::size_of::<Instance>() as u64,
+                    step_mode: wgpu::VertexStepMode::Instance,
+                    attributes: &instance_attrs,
+                }),
+            ],
+        },
+        primitive: wgpu::PrimitiveState {
+            topology: wgpu::PrimitiveTopology::PointList,
+            ..Default::default()
+        },
+        depth_stencil: None,
+        multisample: wgpu::MultisampleState::default(),
+        fragment: Some(wgpu::FragmentState {
+            module: &module,
+            entry_point: Some("fs_probe"),
+            compilation_options: Default::default(),
+            targets: &[target.clone(), target],
+        }),
+        multiview_mask: None,
+        cache: None,
+    });
+    let init = |label: &str, contents: &[u8], usage| {
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents,
+            usage,
+        })
+    };
+    let mut vertices: Vec<u8> = Vec::new();
+    for v in 0..nv {
+        let n = mesh.normals()[v];
+        let p = mesh.positions()[v];
+        for x in [p.x, p.y, p.z, n.x, n.y, n.z] {
+            vertices.extend(x.to_le_bytes());
+        }
+        for j in mesh.joints()[v] {
+            vertices.extend(j.to_le_bytes());
+        }
+        for x in mesh.weights()[v] {
+            vertices.extend(x.to_le_bytes());
+        }
+    }
+    let vertices = init("probe vertices", &vertices, wgpu::BufferUsages::VERTEX);
+    let instance = [Instance::new(0, Affine3A::IDENTITY)];
+    let instances = init(
+        "probe instance",
+        bytemuck::cast_slice(&instance),
+        wgpu::BufferUsages::VERTEX,
+    );
+    let storage = wgpu::BufferUsages::STORAGE;
+    let palette = init("probe palette", bytemuck::cast_slice(palette), storage);
+    // Globals: view_proj, light, albedo (unused here), then (dqs, vertex count, morphs, 0).
+    let mut globals = vec![0u8; 96];
+    for x in [
+        u32::from(mesh.skinning() == SkinningMethod::DualQuaternion),
+        nv as u32,
+        1,
+        0,
+    ] {
+        globals.extend(x.to_le_bytes());
+    }
+    let globals = init("probe globals", &globals, wgpu::BufferUsages::UNIFORM);
+    // Deltas as the shader reads them, built here from the mesh's own arrays.
+    let morph = mesh.morph_targets();
+    let mut deltas: Vec<f32> = Vec::new();
+    for (i, p) in morph.position_deltas().iter().enumerate() {
+        let n = morph.normal_deltas().get(i).copied().unwrap_or(Vec3::ZERO);
+        deltas.extend([p.x, p.y, p.z, 0.0, n.x, n.y, n.z, 0.0]);
+    }
+    let deltas = init("probe deltas", bytemuck::cast_slice(&deltas), storage);
+    let ranges = init(
+        "probe ranges",
+        bytemuck::cast_slice(&[0u32, active.len() as u32]),
+        storage,
+    );
+    let mut list: Vec<ActiveMorph> = active.to_vec();
+    list.push(ActiveMorph::default());
+    let list = init("probe active", bytemuck::cast_slice(&list), storage);
+    let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("probe"),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: palette.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: globals.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 6,
+                resource: deltas.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 7,
+                resource: ranges.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 8,
+                resource: list.as_entire_binding(),
+            },
+        ],
+    });
+    let texture = |label: &str| {
+        device.create_texture(&wgpu::TextureDescriptor {
+            label: Some(label),
+            size: wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
+        })
+    };
+    let targets = [texture("probe positions"), texture("probe normals")];
+    let views: Vec<wgpu::TextureView> = targets
+        .iter()
+        .map(|t| t.create_view(&Default::default()))
+        .collect();
+    let row = w * 16; // 256 bytes: already a multiple of the copy alignment
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("probe read-back"),
+        size: u64::from(row * h) * 2,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    {
+        let attachment = |view| {
+            Some(wgpu::RenderPassColorAttachment {
+                view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(wgpu::Color::TRANSPARENT),
+                    store: wgpu::StoreOp::Store,
+                },
+            })
+        };
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("probe"),
+            color_attachments: &[attachment(&views[0]), attachment(&views[1])],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.set_vertex_buffer(0, vertices.slice(..));
+        pass.set_vertex_buffer(1, instances.slice(..));
+        pass.draw(0..nv as u32, 0..1);
+    }
+    for (k, t) in targets.iter().enumerate() {
+        encoder.copy_texture_to_buffer(
+            wgpu::TexelCopyTextureInfo {
+                texture: t,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            },
+            wgpu::TexelCopyBufferInfo {
+                buffer: &readback,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: u64::from(row * h) * k as u64,
+                    bytes_per_row: Some(row),
+                    rows_per_image: Some(h),
+                },
+            },
+            wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+        );
+    }
+    let sub = ctx.queue.submit([encoder.finish()]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    readback.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .poll(wgpu::PollType::Wait {
+            submission_index: Some(sub),
+            timeout: None,
+        })
+        .unwrap();
+    rx.recv().unwrap().unwrap();
+    let bytes = readback.get_mapped_range(..).unwrap().to_vec();
+    let floats: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
+    let texel = |k: usize, v: usize| {
+        let at = k * (w * h) as usize * 4 + v * 4;
+        Vec3::new(floats[at], floats[at + 1], floats[at + 2])
+    };
+    (
+        (0..nv).map(|v| texel(0, v)).collect(),
+        (0..nv).map(|v| texel(1, v).normalize_or_zero()).collect(),
+    )
+}
+
+#[test]
+fn the_vertex_stage_equals_the_cpu_for_lbs_and_dqs() {
+    let Some(ctx) = common::context() else { return };
+    for skinning in [SkinningMethod::Linear, SkinningMethod::DualQuaternion] {
+        // Four influences: the vertex path reads the first set only.
+        let mesh = face(skinning, 4);
+        let pal = palette(0.3);
+        for active in active_lists() {
+            let cpu = mesh.skin_cpu_morphed(&pal, &active);
+            let gpu = vertex_stage(&ctx, &mesh, &pal, &active);
+            let (pe, ne) = errors(&gpu, &cpu);
+            eprintln!(
+                "vertex stage {skinning:?}, {} active: position {pe:.2e}, normal {ne:.2e}",
+                active.len()
+            );
+            assert!(
+                pe <= 1e-5 && ne <= 1e-5,
+                "{skinning:?} {active:?}: {pe} {ne}"
+            );
+        }
+    }
 }

@@ -258,20 +258,24 @@ struct VertexOut {
     @location(0) normal: vec3<f32>,
 }
 
-@vertex
-fn vs_main(v: VertexIn) -> VertexOut {
+// The vertex morphed by its instance's active targets and skinned, in model space (the normal
+// not renormalised): `vs_main`'s work before the world transform.
+fn vs_skin(v: VertexIn) -> Morphed {
     var m = Morphed(v.position, v.normal);
     if (globals.skin.z != 0u) {
         m = morph_vertex(v.vertex, globals.skin.y, morph_ranges[v.instance], v.position, v.normal);
     }
-    var skinned: Morphed;
     if (globals.skin.x == 1u) {
-        skinned = dqs_apply(dqs_add4(dqs_zero(), v.palette_base, v.joints, v.weights), m.position,
+        return dqs_apply(dqs_add4(dqs_zero(), v.palette_base, v.joints, v.weights), m.position,
             m.normal);
-    } else {
-        let b = blend4(blend_zero(), v.palette_base, v.joints, v.weights);
-        skinned = Morphed(apply_point(b, m.position), apply_vector(b, m.normal));
     }
+    let b = blend4(blend_zero(), v.palette_base, v.joints, v.weights);
+    return Morphed(apply_point(b, m.position), apply_vector(b, m.normal));
+}
+
+@vertex
+fn vs_main(v: VertexIn) -> VertexOut {
+    let skinned = vs_skin(v);
     let p = vec4<f32>(skinned.position, 1.0);
     let n = vec4<f32>(skinned.normal, 0.0);
     let world = vec4<f32>(dot(v.world_r0, p), dot(v.world_r1, p), dot(v.world_r2, p), 1.0);
