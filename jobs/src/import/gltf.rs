@@ -40,8 +40,9 @@ pub struct GltfScene {
     /// Stable unique names, one per glTF node: the node's name, `node_<index>` when it has
     /// none, with `#<index>` appended to a name already taken by an earlier node.
     pub node_names: Vec<String>,
-    /// Things imported with a change or skipped (renormalised weights, ignored morph targets,
-    /// meshes without a skin, duplicate channels, ...), one sentence each.
+    /// Things imported with a change or skipped (renormalised weights, dropped TANGENT morph
+    /// deltas, meshes without a skin or morph targets, duplicate channels, ...), one sentence
+    /// each.
     pub warnings: Vec<String>,
 }
 
