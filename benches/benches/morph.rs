@@ -4,9 +4,9 @@
 //! - `morph_face/weights_job`: the CPU side, the morph-weights job compacting every
 //!   character's 40 weights into its active list (CPU-timed anywhere).
 //! - `morph_face/gpu_compute/<k> active`: the GPU path's compute skinning, `k` of the 40
-//!   targets active per character (8: a typical expression; 40: every target): uploading the
-//!   active lists ([`MorphInstances`]), the `cs_skin` dispatches over the crowd, submit and
-//!   wait.
+//!   targets active per character (8: a typical expression; 40: every target): writing the
+//!   active lists into their buffers ([`MorphInstances::write`]), the `cs_skin` dispatches
+//!   over the crowd, submit and wait.
 //! - `morph_face/gpu_draw/<k> active`: the instanced vertex-shader draw (morph + skin in
 //!   `vs_main`) of the crowd into a 1280 × 720 target, with read-back.
 //!
@@ -249,22 +249,26 @@ fn bench(cr: &mut Criterion) {
         });
         for active in [8usize, 40] {
             let lists: Vec<Vec<ActiveMorph>> = (0..n).map(|i| active_list(i, active)).collect();
+            // One list buffer per batch, written each frame as an engine would.
+            let mut uploads: Vec<(usize, usize, MorphInstances)> = lists
+                .chunks(batch)
+                .enumerate()
+                .map(|(k, chunk)| {
+                    let refs: Vec<&[ActiveMorph]> = chunk.iter().map(Vec::as_slice).collect();
+                    let m = MorphInstances::new(&ctx, TARGETS as u32, &refs).expect("lists");
+                    (k, chunk.len(), m)
+                })
+                .collect();
             group.throughput(Throughput::Elements((n * nv) as u64));
             group.bench_function(
                 BenchmarkId::new("gpu_compute", format!("{active} active")),
                 |b| {
                     b.iter(|| {
                         let mut enc = ctx.device.create_command_encoder(&Default::default());
-                        // One list buffer per batch, uploaded each frame as an engine would.
-                        let mut uploads = Vec::new();
-                        for (k, chunk) in lists.chunks(batch).enumerate() {
+                        for ((_, _, morphs), chunk) in uploads.iter_mut().zip(lists.chunks(batch)) {
                             let refs: Vec<&[ActiveMorph]> =
                                 chunk.iter().map(Vec::as_slice).collect();
-                            uploads.push((
-                                k,
-                                chunk.len(),
-                                MorphInstances::new(&ctx, TARGETS as u32, &refs).expect("lists"),
-                            ));
+                            morphs.write(&ctx, TARGETS as u32, &refs).expect("lists");
                         }
                         for (k, len, morphs) in &uploads {
                             pass.encode(

@@ -104,6 +104,9 @@ pub(crate) fn morph_delta_buffer(
     )
 }
 
+/// Per-instance `(first, count)` ranges, the flat entries, the instance count.
+type PackedLists = (Vec<[u32; 2]>, Vec<ActiveMorph>, u32);
+
 /// The active morph targets of each instance of a batch, on the GPU: per instance a range
 /// into one flat list of (target, weight) entries. Build one per batch, instance after
 /// instance in the batch's order.
@@ -123,6 +126,65 @@ impl MorphInstances {
     /// range or a weight that is NaN or infinite; [`GpuError::TooLarge`] past the storage
     /// binding limit.
     pub fn new(ctx: &GpuContext, targets: u32, lists: &[&[ActiveMorph]]) -> Result<Self, GpuError> {
+        let (ranges, active, instances) = Self::pack(targets, lists)?;
+        Ok(Self {
+            ranges: ctx.storage_init(
+                "morph ranges",
+                bytemuck::cast_slice(&ranges),
+                wgpu::BufferUsages::empty(),
+            )?,
+            active: ctx.storage_init(
+                "active morph targets",
+                bytemuck::cast_slice(&active),
+                wgpu::BufferUsages::empty(),
+            )?,
+            instances,
+        })
+    }
+
+    /// Replaces the lists (the next frame's), writing into the existing buffers when they are
+    /// large enough (one `queue.write_buffer` each) and growing them otherwise.
+    ///
+    /// # Errors
+    /// As [`MorphInstances::new`]; on an error the previous lists stay.
+    pub fn write(
+        &mut self,
+        ctx: &GpuContext,
+        targets: u32,
+        lists: &[&[ActiveMorph]],
+    ) -> Result<(), GpuError> {
+        let (ranges, active, instances) = Self::pack(targets, lists)?;
+        let reuse = |buffer: &wgpu::Buffer, bytes: &[u8]| {
+            bytes.len() as u64 <= buffer.size()
+                && buffer.usage().contains(wgpu::BufferUsages::COPY_DST)
+        };
+        let (rb, ab): (&[u8], &[u8]) =
+            (bytemuck::cast_slice(&ranges), bytemuck::cast_slice(&active));
+        let new_ranges = if reuse(&self.ranges, rb) {
+            None
+        } else {
+            Some(ctx.storage_init("morph ranges", rb, wgpu::BufferUsages::empty())?)
+        };
+        let new_active = if reuse(&self.active, ab) {
+            None
+        } else {
+            Some(ctx.storage_init("active morph targets", ab, wgpu::BufferUsages::empty())?)
+        };
+        match new_ranges {
+            Some(b) => self.ranges = b,
+            None => ctx.queue.write_buffer(&self.ranges, 0, rb),
+        }
+        match new_active {
+            Some(b) => self.active = b,
+            None => ctx.queue.write_buffer(&self.active, 0, ab),
+        }
+        self.instances = instances;
+        Ok(())
+    }
+
+    /// Checks the lists and flattens them: per-instance `(first, count)` ranges, the entries,
+    /// the instance count (neither vector empty: a binding needs a buffer).
+    fn pack(targets: u32, lists: &[&[ActiveMorph]]) -> Result<PackedLists, GpuError> {
         let mut ranges: Vec<[u32; 2]> = Vec::with_capacity(lists.len().max(1));
         let mut active: Vec<ActiveMorph> = Vec::new();
         for (i, list) in lists.iter().enumerate() {
@@ -138,10 +200,12 @@ impl MorphInstances {
                     ),
                 });
             }
-            let first = u32::try_from(active.len()).map_err(|_| GpuError::InvalidInput {
+            let too_many = || GpuError::InvalidInput {
                 what: "MorphInstances: more than u32::MAX active entries".into(),
-            })?;
-            ranges.push([first, list.len() as u32]);
+            };
+            let first = u32::try_from(active.len()).map_err(|_| too_many())?;
+            let count = u32::try_from(list.len()).map_err(|_| too_many())?;
+            ranges.push([first, count]);
             active.extend_from_slice(list);
         }
         let instances = u32::try_from(lists.len()).map_err(|_| GpuError::InvalidInput {
@@ -153,19 +217,7 @@ impl MorphInstances {
         if active.is_empty() {
             active.push(ActiveMorph::default());
         }
-        Ok(Self {
-            ranges: ctx.storage_init(
-                "morph ranges",
-                bytemuck::cast_slice(&ranges),
-                wgpu::BufferUsages::empty(),
-            )?,
-            active: ctx.storage_init(
-                "active morph targets",
-                bytemuck::cast_slice(&active),
-                wgpu::BufferUsages::empty(),
-            )?,
-            instances,
-        })
+        Ok((ranges, active, instances))
     }
 
     /// The placeholder bound when a batch has no morph lists (one empty range, one zero

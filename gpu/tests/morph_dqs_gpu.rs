@@ -209,7 +209,7 @@ fn a_batch_gives_each_instance_its_own_targets_and_palette() {
         },
     );
     let refs: Vec<&[ActiveMorph]> = lists.iter().map(Vec::as_slice).collect();
-    let morphs = MorphInstances::new(&ctx, gpu_mesh.morph_target_count(), &refs).unwrap();
+    let mut morphs = MorphInstances::new(&ctx, gpu_mesh.morph_target_count(), &refs).unwrap();
     let size = SkinPass::output_size(&gpu_mesh, 3);
     let out = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("out"),
@@ -217,33 +217,43 @@ fn a_batch_gives_each_instance_its_own_targets_and_palette() {
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
     let batch = SkinBatch {
         palette_base: 0,
         instance_count: 3,
     };
-    let buffers = SkinBuffers {
-        palette: &palette_buf,
-        out: &out,
-        morphs: Some(&morphs),
-    };
-    pass.encode(&ctx, &mut encoder, &gpu_mesh, buffers, batch, None)
-        .unwrap();
-    let floats = read_buffer_f32(&ctx, encoder, &out, size).unwrap();
     let nv = mesh.positions().len();
-    for i in 0..3 {
-        let cpu = mesh.skin_cpu_morphed(&palettes[i], &lists[i]);
-        let part = &floats[i * nv * 8..(i + 1) * nv * 8];
-        let gpu = (
-            part.chunks(8)
-                .map(|v| Vec3::new(v[0], v[1], v[2]))
-                .collect(),
-            part.chunks(8)
-                .map(|v| Vec3::new(v[4], v[5], v[6]))
-                .collect(),
-        );
-        let (pe, ne) = errors(&gpu, &cpu);
-        assert!(pe <= 1e-5 && ne <= 1e-5, "instance {i}: {pe} {ne}");
+    // The lists as given, then reversed and written into the same buffers (the next frame).
+    for order in [[0, 1, 2], [2, 1, 0]] {
+        let frame: Vec<&[ActiveMorph]> = order.iter().map(|&k| refs[k]).collect();
+        morphs
+            .write(&ctx, gpu_mesh.morph_target_count(), &frame)
+            .unwrap();
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        let buffers = SkinBuffers {
+            palette: &palette_buf,
+            out: &out,
+            morphs: Some(&morphs),
+        };
+        pass.encode(&ctx, &mut encoder, &gpu_mesh, buffers, batch, None)
+            .unwrap();
+        let floats = read_buffer_f32(&ctx, encoder, &out, size).unwrap();
+        for i in 0..3 {
+            let cpu = mesh.skin_cpu_morphed(&palettes[i], frame[i]);
+            let part = &floats[i * nv * 8..(i + 1) * nv * 8];
+            let gpu = (
+                part.chunks(8)
+                    .map(|v| Vec3::new(v[0], v[1], v[2]))
+                    .collect(),
+                part.chunks(8)
+                    .map(|v| Vec3::new(v[4], v[5], v[6]))
+                    .collect(),
+            );
+            let (pe, ne) = errors(&gpu, &cpu);
+            assert!(
+                pe <= 1e-5 && ne <= 1e-5,
+                "order {order:?} instance {i}: {pe} {ne}"
+            );
+        }
     }
     // Morph lists for another number of instances than the batch are refused.
     let two = MorphInstances::new(&ctx, gpu_mesh.morph_target_count(), &refs[..2]).unwrap();
