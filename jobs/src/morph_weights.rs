@@ -6,6 +6,51 @@ use crate::component::{CurveValues, MorphWeights, SkinRef};
 use crate::error::{JobError, check_len};
 use sinew_runtime::store::Entity;
 
+/// Checks one entity's weights against its mesh (also run by the clock node before any clock
+/// moves, so that a frame failing here changes nothing).
+///
+/// # Errors
+/// [`JobError::BadMorphWeights`] naming the entity and mesh: no [`SkinRef`], base weights or
+/// curve bindings that are not one per target, or a NaN or infinite base weight.
+pub(crate) fn check_morph_weights(
+    entity: Entity,
+    skin: Option<&SkinRef>,
+    weights: &MorphWeights,
+) -> Result<(), JobError> {
+    let Some(skin) = skin else {
+        return Err(JobError::BadMorphWeights {
+            entity: Some(entity),
+            mesh: String::new(),
+            target: None,
+            reason: "MorphWeights on an entity without SkinRef (the weights are its mesh's)".into(),
+        });
+    };
+    let targets = skin.mesh.morph_targets().len();
+    let err = |target: Option<usize>, reason: String| JobError::BadMorphWeights {
+        entity: Some(entity),
+        mesh: skin.mesh.name().to_string(),
+        target,
+        reason,
+    };
+    let w = weights;
+    if w.base().len() != targets {
+        return Err(err(
+            None,
+            format!("{} weights for {targets} targets", w.base().len()),
+        ));
+    }
+    if !w.curves().is_empty() && w.curves().len() != targets {
+        return Err(err(
+            None,
+            format!("{} curve bindings for {targets} targets", w.curves().len()),
+        ));
+    }
+    if let Some(k) = w.base().iter().position(|x| !x.is_finite()) {
+        return Err(err(Some(k), "weight is NaN or infinite".into()));
+    }
+    Ok(())
+}
+
 /// Morph weights over one run of entities.
 #[derive(Debug)]
 pub struct MorphWeightsJob<'a> {
@@ -34,28 +79,7 @@ impl MorphWeightsJob<'_> {
             check_len("morph weights", "curves", n, c.len())?;
         }
         for ((e, skin), w) in self.entities.iter().zip(self.skins).zip(&*self.weights) {
-            let targets = skin.mesh.morph_targets().len();
-            let err = |target: Option<usize>, reason: String| JobError::BadMorphWeights {
-                entity: Some(*e),
-                mesh: skin.mesh.name().to_string(),
-                target,
-                reason,
-            };
-            if w.base().len() != targets {
-                return Err(err(
-                    None,
-                    format!("{} weights for {targets} targets", w.base().len()),
-                ));
-            }
-            if !w.curves().is_empty() && w.curves().len() != targets {
-                return Err(err(
-                    None,
-                    format!("{} curve bindings for {targets} targets", w.curves().len()),
-                ));
-            }
-            if let Some(k) = w.base().iter().position(|x| !x.is_finite()) {
-                return Err(err(Some(k), "weight is NaN or infinite".into()));
-            }
+            check_morph_weights(*e, Some(skin), w)?;
         }
         Ok(())
     }

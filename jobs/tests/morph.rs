@@ -14,7 +14,7 @@ use sinew_jobs::asset::{
     SkinnedMesh,
 };
 use sinew_jobs::component::{
-    AnimationToProcess, CurveValues, FrameSlot, MorphWeights, SkinRef, animated,
+    AnimationToProcess, Animations, CurveValues, FrameSlot, MorphWeights, SkinRef, animated,
 };
 use sinew_jobs::error::JobError;
 use sinew_jobs::import::{
@@ -482,13 +482,19 @@ fn weights_set_from_code_apply_where_no_clip_animates_them() {
         assert!(close(p[v], ep[v], 1e-5), "vertex {v}");
     }
 
-    // Weights that do not fit the mesh fail the frame, naming the entity and the mesh.
+    // Weights that do not fit the mesh fail the frame, naming the entity and the mesh; with
+    // the clock node, before any clock moves.
     store.insert(e, MorphWeights::new(vec![1.0])).unwrap();
     let err = animator.run_frame(&mut store, 0.0).unwrap_err().to_string();
     assert!(
         err.contains("blob/0") && err.contains("1 weights for 2 targets"),
         "{err}"
     );
+    let mut clocked = Animator::new(&mut store).unwrap();
+    let err = clocked.run_frame(&mut store, 0.5).unwrap_err().to_string();
+    assert!(err.contains("1 weights for 2 targets"), "{err}");
+    let time = store.get::<Animations>(e).unwrap().as_slice()[0].time;
+    assert_eq!(time, 1.0, "the clock did not move");
 }
 
 fn expect_err(doc: Value, b: &Builder) -> ImportError {

@@ -54,13 +54,13 @@ impl Node for UserCurvesNode {
             let Some(weights) = morphs else {
                 return Ok(());
             };
-            let skins = skins.ok_or_else(|| JobError::BadMorphWeights {
-                entity: entities.first().copied(),
-                mesh: String::new(),
-                target: None,
-                reason: "MorphWeights on an entity without SkinRef (the weights are its mesh's)"
-                    .into(),
-            })?;
+            let Some(skins) = skins else {
+                // Every entity of the chunk lacks SkinRef: the check names the first.
+                return match entities.first().zip(weights.first()) {
+                    Some((e, w)) => crate::morph_weights::check_morph_weights(*e, None, w),
+                    None => Ok(()),
+                };
+            };
             let mut morph = MorphWeightsJob {
                 entities,
                 skins,
