@@ -3,10 +3,14 @@
 //! `cargo run --release --example crowd` animates 10 000 built-in characters (walk/run blend by
 //! speed, additive breathing, a masked upper-body wave on every fourth, root motion, footstep
 //! events) through the nine-job graph and prints per-job medians, frame time, throughput and
-//! memory. See `--help` for options.
+//! memory. Where a GPU adapter is there (not a CPU rasteriser), every frame's palettes are
+//! written into the mapped palette ring and drawn, and the summary splits the frame into CPU
+//! pipeline, ring wait, encode and submit, and GPU time. See `--help` for options.
 
 use clap::Parser;
 use sinew_examples::crowd::{CrowdOptions, format_summary, run_crowd};
+use sinew_examples::crowd_gpu::GpuUse;
+use sinew_gpu::crowd_frames::Rasteriser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -54,6 +58,17 @@ struct Args {
     /// print the largest difference (outside the timings).
     #[arg(long, requires = "lod")]
     lod_check: bool,
+    /// Keep palettes in CPU memory and draw nothing (by default every frame is written into
+    /// the mapped palette ring and drawn when a GPU adapter is there).
+    #[arg(long, conflicts_with = "gpu")]
+    cpu_only: bool,
+    /// Draw on any adapter, a CPU rasteriser (lavapipe) included; no adapter is an error.
+    #[arg(long)]
+    gpu: bool,
+    /// The renderer: graphics (instanced draw), compute (compute rasteriser), or auto (compute
+    /// on discrete GPUs, graphics elsewhere).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "graphics", "compute"])]
+    raster: String,
 }
 
 fn main() -> ExitCode {
@@ -89,6 +104,18 @@ fn main() -> ExitCode {
         lod_hysteresis: args.lod_hysteresis,
         lod_rate: args.lod_rate,
         lod_check: args.lod_check,
+        gpu: if args.cpu_only {
+            GpuUse::Off
+        } else if args.gpu {
+            GpuUse::Required
+        } else {
+            GpuUse::Auto
+        },
+        raster: match args.raster.as_str() {
+            "graphics" => Some(Rasteriser::Graphics),
+            "compute" => Some(Rasteriser::Compute),
+            _ => None,
+        },
         ..CrowdOptions::default()
     };
     match run_crowd(&opts) {

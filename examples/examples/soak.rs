@@ -2,14 +2,27 @@
 //! 10 % churn per simulated second, clip changes, mesh swaps and a user stage between
 //! propagation and skinning; every 100 frames sampled entities must equal the same entities
 //! animated alone, bit for bit, and resident memory must not grow by more than 1 % after the
-//! first minute. Exits with status 1 and the reason on the first failure.
+//! first minute, nor the live heap (counted by this binary's global allocator). Exits with
+//! status 1 and the reason on the first failure.
 //!
 //! `cargo run --release --example soak -- --minutes 10`
 
 use clap::Parser;
 use sinew_examples::soak::{SoakOptions, format_report, run_soak};
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+use std::alloc::System;
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// The system allocator, counting bytes, so that the report gives the live heap beside the
+/// resident set.
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+fn live_bytes() -> u64 {
+    let s = GLOBAL.stats();
+    s.bytes_allocated.saturating_sub(s.bytes_deallocated) as u64
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -76,6 +89,7 @@ fn main() -> ExitCode {
         memory_warmup: Some(Duration::from_secs_f64(a.warmup_seconds)),
         max_memory_growth: a.max_growth_percent / 100.0,
         progress: (a.progress_seconds > 0.0).then(|| Duration::from_secs_f64(a.progress_seconds)),
+        heap_probe: Some(live_bytes),
         ..Default::default()
     };
     match run_soak(&opts) {

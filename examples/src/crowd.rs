@@ -2,6 +2,7 @@
 //! additive layer, some waving on a masked upper-body layer; root motion moves them and
 //! footstep events are counted. Runs the nine-job graph and measures it.
 
+use crate::crowd_gpu::{self, GpuSummary, GpuUse};
 use crate::lod::{LodState, LodSummary};
 use glam::{Quat, Vec3};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -55,6 +56,11 @@ pub struct CrowdOptions {
     /// With `lod`: measure the pose difference between the two paths on every switch frame
     /// (outside the timings).
     pub lod_check: bool,
+    /// Whether every measured frame is written into the palette ring and drawn on the GPU
+    /// (see [`crate::crowd_gpu`]); default off, the binary's default is `Auto`.
+    pub gpu: GpuUse,
+    /// With `gpu`: the renderer (default: by adapter type, `Rasteriser::for_adapter`).
+    pub raster: Option<sinew_gpu::crowd_frames::Rasteriser>,
 }
 
 impl Default for CrowdOptions {
@@ -73,6 +79,8 @@ impl Default for CrowdOptions {
             lod_hysteresis: None,
             lod_rate: None,
             lod_check: false,
+            gpu: GpuUse::Off,
+            raster: None,
         }
     }
 }
@@ -125,6 +133,11 @@ pub struct CrowdSummary {
     pub rendered: Option<(String, Duration)>,
     /// With `lod`: tiers, switches and the CPU time split.
     pub lod: Option<LodSummary>,
+    /// With the GPU path: adapter, renderer and the frame split.
+    pub gpu: Option<GpuSummary>,
+    /// Why the frames ran on the CPU alone, when they did (no adapter, a CPU rasteriser,
+    /// `--cpu-only`, `--lod`).
+    pub cpu_only_reason: Option<String>,
 }
 
 impl CrowdSummary {
@@ -174,6 +187,23 @@ impl CrowdSummary {
                 "bookkeeping_median_ms": l.bookkeeping_median.as_secs_f64() * 1e3,
                 "max_switch_pose_error": l.max_pose_error,
             })),
+            "gpu": self.gpu.as_ref().map(|g| serde_json::json!({
+                "adapter": g.adapter,
+                "device_type": g.device_type,
+                "backend": g.backend,
+                "rasteriser": g.rasteriser.name(),
+                "palette_upload": g.palette_upload,
+                "width": g.size.0,
+                "height": g.size.1,
+                "pipeline_median_ms": g.pipeline_median.as_secs_f64() * 1e3,
+                "ring_wait_median_ms": g.ring_wait_median.as_secs_f64() * 1e3,
+                "encode_submit_median_ms": g.encode_submit_median.as_secs_f64() * 1e3,
+                "gpu_median_ms": g.gpu_median.map(|d| d.as_secs_f64() * 1e3),
+                "gpu_timer": if g.gpu_median.is_some() { "timestamp queries" } else { "none: the device has no timestamp queries" },
+                "gpu_frames": g.gpu_frames,
+                "gpu_time_covers": if g.lod { "the CPU tier's pass (the baked tier's is not timed)" } else { "the crowd's draw" },
+            })),
+            "cpu_only_reason": self.cpu_only_reason,
             "nodes": self.nodes.iter().map(|n| serde_json::json!({"name": n.name, "median_ms": n.median.as_secs_f64() * 1e3})).collect::<Vec<_>>(),
         })
     }
@@ -185,6 +215,13 @@ pub(crate) struct Model {
     pub(crate) rig: Arc<sinew_jobs::asset::Rig>,
     pub(crate) mesh: Arc<SkinnedMesh>,
     pub(crate) kind: ModelKind,
+}
+
+impl Model {
+    /// What is crowded: "built-in character" or the glTF file's path.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 pub(crate) enum ModelKind {
@@ -334,7 +371,7 @@ pub(crate) type CrowdBundle = (
 );
 
 /// The clips a LOD crowd bakes (and plays, one per character).
-fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
+pub(crate) fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
     match &model.kind {
         ModelKind::Builtin {
             walk, run, idle, ..
@@ -345,7 +382,7 @@ fn lod_clips(model: &Model) -> Vec<Arc<Clip>> {
 
 /// The animation of character `i` of a LOD crowd: one of `clips` (the model's [`lod_clips`]) at
 /// speed 1, its phase on the bake's frame grid (`rate`); `None` when there are no clips.
-fn lod_animation(
+pub(crate) fn lod_animation(
     model: &Model,
     clips: &[Arc<Clip>],
     i: u64,
@@ -487,6 +524,25 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         .collect();
     let mut animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
     let footstep = bone_hash(FOOTSTEP);
+    // The per-frame GPU path. `--lod` draws its baked tier into the graphics pipeline's
+    // colour and depth targets, so it takes the graphics pipeline.
+    let raster = match (opts.lod, opts.raster) {
+        (Some(_), Some(sinew_gpu::crowd_frames::Rasteriser::Compute)) => {
+            return Err(
+                "--lod draws its baked tier over the graphics pipeline: not with --raster compute"
+                    .into(),
+            );
+        }
+        (Some(_), _) => Some(sinew_gpu::crowd_frames::Rasteriser::Graphics),
+        (None, r) => r,
+    };
+    let (mut gpu, mut cpu_only_reason) = match opts.gpu {
+        GpuUse::Off => (None, Some("--cpu-only".to_string())),
+        use_gpu => match crowd_gpu::open(use_gpu, raster, &model.mesh, &mut store)? {
+            Ok(g) => (Some(g), None),
+            Err(reason) => (None, Some(reason)),
+        },
+    };
     // Drawn only on a terminal, so that piped output (`--json`, logs) stays clean.
     let progress = if opts.progress && std::io::stdout().is_terminal() {
         ProgressBar::with_draw_target(Some(opts.frames as u64), ProgressDrawTarget::stdout())
@@ -508,6 +564,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     let mut churned = 0u64;
     let frames_per_second = (1.0 / opts.dt).round().max(1.0) as usize;
     let mut next_id = opts.count as u64;
+    let mut gpu_checksum = None;
     for frame in 0..=opts.frames {
         if opts.churn > 0.0 && frame > 0 && frame % frames_per_second == 0 {
             let n = ((opts.count as f32) * opts.churn).round() as usize;
@@ -526,7 +583,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         }
         // Size the palette slice for this frame's crowd (the last frame's total, or a bound).
         let needed = entities.len() * model.mesh.bone_count();
-        if palette.len() < needed {
+        if gpu.is_none() && palette.len() < needed {
             palette.resize(needed, [0.0; 12]);
         }
         let bookkeeping_before = match lod.as_mut() {
@@ -534,19 +591,44 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             None => Duration::ZERO,
         };
         let t0 = Instant::now();
-        animator
-            .run_frame_into(&mut store, opts.dt, &mut palette)
-            .map_err(|e| format!("frame {frame}: {e}"))?;
-        let pipeline = t0.elapsed();
+        // (the frame's CPU time, the pipeline's part of it, the LOD bookkeeping after it)
+        let (frame_time, pipeline, lod_after) = match gpu.as_mut() {
+            Some(g) => {
+                let f = g
+                    .frame(
+                        &mut store,
+                        &mut animator,
+                        opts.dt,
+                        frame == opts.frames,
+                        frame > 0,
+                        lod.as_mut().map(|l| (l, frame)),
+                    )
+                    .map_err(|e| format!("frame {frame}: {e}"))?;
+                if let Some(sum) = f.checksum {
+                    gpu_checksum = Some(sum);
+                }
+                (f.time, f.pipeline, f.lod_after)
+            }
+            None => {
+                animator
+                    .run_frame_into(&mut store, opts.dt, &mut palette)
+                    .map_err(|e| format!("frame {frame}: {e}"))?;
+                (t0.elapsed(), t0.elapsed(), None)
+            }
+        };
         let elapsed = match lod.as_mut() {
             Some(l) => {
-                let after = l.after(&mut store, Some(&palette), frame)?;
+                // The GPU path ran the LOD bookkeeping after the pipeline, on the mapped palettes.
+                let after = match lod_after {
+                    Some(after) => after,
+                    None => l.after(&mut store, Some(&palette), frame)?,
+                };
                 if frame > 0 {
                     l.record(pipeline, bookkeeping_before + after);
                 }
-                pipeline + bookkeeping_before + after
+                frame_time + bookkeeping_before + after
             }
-            None => pipeline,
+            None => frame_time,
         };
         if frame == 0 {
             node_names = animator.timings().iter().map(|t| t.name.clone()).collect();
@@ -574,6 +656,13 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         progress.set_position(frame as u64);
     }
     progress.finish_and_clear();
+    let gpu_summary = match gpu.take() {
+        Some(g) => Some(g.finish(1)?),
+        None => None,
+    };
+    if gpu_summary.is_some() {
+        cpu_only_reason = None;
+    }
     if let Some(l) = &lod {
         l.sync_transforms(&mut store)?;
     }
@@ -603,11 +692,13 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         None => None,
     };
     let total_palette = animator.palette_len(&store);
-    let palette_checksum: f64 = palette[..total_palette.min(palette.len())]
-        .iter()
-        .flatten()
-        .map(|&x| f64::from(x))
-        .sum();
+    let palette_checksum: f64 = gpu_checksum.unwrap_or_else(|| {
+        palette[..total_palette.min(palette.len())]
+            .iter()
+            .flatten()
+            .map(|&x| f64::from(x))
+            .sum()
+    });
     let mut sorted = frame_times.clone();
     sorted.sort_unstable();
     let bones = model.rig.bone_count();
@@ -673,6 +764,8 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         palette_checksum,
         rendered,
         lod: lod.as_ref().map(LodState::summary),
+        gpu: gpu_summary,
+        cpu_only_reason,
     })
 }
 
@@ -861,6 +954,33 @@ pub fn format_summary(s: &CrowdSummary) -> String {
             "  rendered        on {adapter} in {:.1} ms (mapped palette ring, instanced draw)\n",
             ms(*t)
         );
+    }
+    match (&s.gpu, &s.cpu_only_reason) {
+        (Some(g), _) => {
+            out += &format!(
+                "  gpu             {} ({}, {}), {}, {}, {}x{}\n",
+                g.adapter,
+                g.device_type,
+                g.backend,
+                g.rasteriser.name(),
+                g.palette_upload,
+                g.size.0,
+                g.size.1
+            );
+            let gpu = match g.gpu_median {
+                Some(t) if g.lod => format!("GPU {:.3} ms for the CPU tier's pass", ms(t)),
+                Some(t) => format!("GPU {:.3} ms", ms(t)),
+                None => "GPU time not measured (no timestamp queries)".into(),
+            };
+            out += &format!(
+                "  frame split     CPU pipeline {:.3} + ring wait {:.3} + encode and submit {:.3} ms; {gpu} (medians)\n",
+                ms(g.pipeline_median),
+                ms(g.ring_wait_median),
+                ms(g.encode_submit_median),
+            );
+        }
+        (None, Some(reason)) => out += &format!("  cpu only        {reason}\n"),
+        (None, None) => {}
     }
     if s.mean_distance.is_finite() {
         out += &format!(

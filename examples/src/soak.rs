@@ -9,7 +9,9 @@
 //! sampling cursors and with none: a key search from none must end where the crowd's did.
 //! Resident memory
 //! (`/proc/self/statm`) is sampled at the checks and must not grow by more than
-//! `max_memory_growth` after `memory_warmup`.
+//! `max_memory_growth` after `memory_warmup`; with a heap probe (the example's counting
+//! allocator) the live heap is sampled too and held to the same limit, which tells growth of
+//! what the program holds from growth of the allocator's free lists.
 
 use crate::crowd::{self, CrowdBundle, Model, ModelKind, hash01};
 use glam::Affine3A;
@@ -57,6 +59,9 @@ pub struct SoakOptions {
     pub max_memory_growth: f64,
     /// Print a progress line this often (to stderr).
     pub progress: Option<Duration>,
+    /// Live heap bytes (a counting global allocator's figure), read at each check before the
+    /// lone runs and recorded in [`SoakReport::live_heap`]; `None`: not read.
+    pub heap_probe: Option<fn() -> u64>,
 }
 
 impl Default for SoakOptions {
@@ -75,6 +80,7 @@ impl Default for SoakOptions {
             memory_warmup: Some(Duration::from_secs(60)),
             max_memory_growth: 0.01,
             progress: None,
+            heap_probe: None,
         }
     }
 }
@@ -118,12 +124,26 @@ pub struct SoakReport {
     pub rss_last: u64,
     /// `/proc/loadavg` at the start and the end.
     pub load: (String, String),
+    /// `(frame, live heap bytes)` at each check, when [`SoakOptions::heap_probe`] is set.
+    pub live_heap: Vec<(usize, u64)>,
+    /// Live heap bytes at the resident-memory baseline's check.
+    pub live_heap_baseline: Option<u64>,
+    /// Largest live heap bytes at a check after the baseline.
+    pub live_heap_max_after: Option<u64>,
 }
 
 impl SoakReport {
     /// Growth of resident memory after the warm-up, as a fraction of the baseline.
     pub fn memory_growth(&self) -> Option<f64> {
         let (b, m) = (self.rss_baseline?, self.rss_max_after?);
+        Some((m as f64 - b as f64) / b as f64)
+    }
+
+    /// Growth of the live heap after the warm-up, as a fraction of its baseline (with a heap
+    /// probe): what the program holds, where resident memory also counts the allocator's
+    /// free lists.
+    pub fn live_heap_growth(&self) -> Option<f64> {
+        let (b, m) = (self.live_heap_baseline?, self.live_heap_max_after?);
         Some((m as f64 - b as f64) / b as f64)
     }
 }
@@ -319,8 +339,9 @@ fn check_alone(
     Ok(())
 }
 
-/// Frame times in 10 µs buckets up to 1 s (fixed memory, so that a long run's statistics do not
-/// grow the resident set being measured).
+/// Frame times in 10 µs buckets up to 10 ms, then 1 ms buckets up to 1 s: 8 KiB, touched
+/// whole when made, so that neither a long run's statistics nor the rare slow frames of a
+/// loaded machine (each reaching buckets not used before) grow the resident set being measured.
 struct Histogram {
     buckets: Vec<u32>,
     max: Duration,
@@ -328,18 +349,37 @@ struct Histogram {
 }
 
 impl Histogram {
-    const BUCKET_US: u128 = 10;
+    const FINE_US: u64 = 10;
+    const FINE: usize = 1_000;
+    const COARSE_US: u64 = 1_000;
+    const COARSE: usize = 990;
     fn new() -> Self {
         Self {
-            buckets: vec![0; 100_000],
+            buckets: vec![0; Self::FINE + Self::COARSE],
             max: Duration::ZERO,
             n: 0,
         }
     }
+    fn bucket(us: u64) -> usize {
+        let fine_end = Self::FINE as u64 * Self::FINE_US;
+        if us < fine_end {
+            (us / Self::FINE_US) as usize
+        } else {
+            (Self::FINE + ((us - fine_end) / Self::COARSE_US) as usize)
+                .min(Self::FINE + Self::COARSE - 1)
+        }
+    }
+    /// The upper end of bucket `b`.
+    fn upper_us(b: usize) -> u64 {
+        if b < Self::FINE {
+            (b as u64 + 1) * Self::FINE_US
+        } else {
+            Self::FINE as u64 * Self::FINE_US + (b - Self::FINE + 1) as u64 * Self::COARSE_US
+        }
+    }
     fn add(&mut self, d: Duration) {
-        let last = self.buckets.len() - 1;
-        let b = ((d.as_micros() / Self::BUCKET_US) as usize).min(last);
-        self.buckets[b] += 1;
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.buckets[Self::bucket(us)] += 1;
         self.max = self.max.max(d);
         self.n += 1;
     }
@@ -349,7 +389,7 @@ impl Histogram {
         for (b, &c) in self.buckets.iter().enumerate() {
             seen += u64::from(c);
             if seen >= target {
-                return Duration::from_micros(((b as u128 + 1) * Self::BUCKET_US) as u64);
+                return Duration::from_micros(Self::upper_us(b)).min(self.max);
             }
         }
         self.max
@@ -448,6 +488,12 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
         load: (loadavg(), String::new()),
         ..Default::default()
     };
+    if opts.heap_probe.is_some() {
+        // Reserved up front, so that recording does not grow the heap being measured.
+        report
+            .live_heap
+            .reserve(opts.frames.map_or(1 << 16, |n| n / opts.check_every + 1));
+    }
     let mut hist = Histogram::new();
     let mut palette: Vec<PaletteEntry> =
         vec![[0.0; 12]; opts.count * crowd.model.mesh.bone_count()];
@@ -515,14 +561,23 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
         let check = frame % opts.check_every == 0;
         if check {
             // Memory first, before the lone runs allocate.
+            let live = opts.heap_probe.map(|probe| probe());
+            if let Some(live) = live {
+                report.live_heap.push((frame, live));
+            }
             let rss = resident_bytes().unwrap_or(0);
             if let Some(w) = opts.memory_warmup
                 && elapsed >= w
             {
                 match report.rss_baseline {
-                    None => report.rss_baseline = Some(rss),
+                    None => {
+                        report.rss_baseline = Some(rss);
+                        report.live_heap_baseline = live;
+                    }
                     Some(_) => {
-                        report.rss_max_after = Some(report.rss_max_after.unwrap_or(0).max(rss))
+                        report.rss_max_after = Some(report.rss_max_after.unwrap_or(0).max(rss));
+                        report.live_heap_max_after =
+                            live.map(|l| report.live_heap_max_after.unwrap_or(0).max(l));
                     }
                 }
             }
@@ -605,6 +660,17 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
             opts.max_memory_growth * 100.0
         ));
     }
+    if let Some(g) = report.live_heap_growth()
+        && g > opts.max_memory_growth
+    {
+        return Err(format!(
+            "the live heap grew by {:.2} % after the warm-up ({} -> {} bytes), over the {:.2} % allowed",
+            g * 100.0,
+            report.live_heap_baseline.unwrap_or(0),
+            report.live_heap_max_after.unwrap_or(0),
+            opts.max_memory_growth * 100.0
+        ));
+    }
     Ok(report)
 }
 
@@ -680,6 +746,18 @@ pub fn format_report(r: &SoakReport, opts: &SoakOptions) -> String {
         }
         _ => out += "  memory check    not made (the run ended before the warm-up was over)\n",
     }
+    if let (Some(b), Some(m), Some(g)) = (
+        r.live_heap_baseline,
+        r.live_heap_max_after,
+        r.live_heap_growth(),
+    ) {
+        out += &format!(
+            "  live heap       baseline {:.2} MiB, max after {:.2} MiB: {:+.3} % (counted by the allocator)\n",
+            mib(b),
+            mib(m),
+            g * 100.0
+        );
+    }
     out += &format!(
         "  load average    {} at the start, {} at the end\n",
         r.load.0, r.load.1
@@ -692,6 +770,26 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap is the test failing
 
     use super::*;
+
+    /// Quantiles come from the bucket that holds them, in both bucket widths.
+    #[test]
+    fn histogram_quantiles_fall_in_the_right_bucket() {
+        let mut h = Histogram::new();
+        for _ in 0..50 {
+            h.add(Duration::from_micros(5));
+        }
+        for _ in 0..49 {
+            h.add(Duration::from_micros(25_500));
+        }
+        h.add(Duration::from_millis(1_500));
+        assert_eq!(h.quantile(0.5), Duration::from_micros(10));
+        // 25.5 ms is in the coarse bucket [25 ms, 26 ms).
+        assert_eq!(h.quantile(0.99), Duration::from_millis(26));
+        // Past 1 s everything shares the last bucket; the maximum is kept exactly.
+        assert_eq!(h.quantile(1.0), Duration::from_millis(1_000));
+        assert_eq!(h.max, Duration::from_millis(1_500));
+        assert_eq!(h.buckets.len() * 4, 7_960);
+    }
 
     /// The comparison can fail: one flipped bit in the crowd's palette of a sampled entity is
     /// reported, naming the entry.

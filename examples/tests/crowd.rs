@@ -358,3 +358,101 @@ fn lod_png_draws_both_tiers_in_one_image() {
     assert!(covered[1] * 10 >= seen[1] * 9, "{covered:?} of {seen:?}");
     std::fs::remove_file(&path).ok();
 }
+
+/// The GPU path: every frame's palettes are written into the mapped ring and drawn. The last
+/// frame's palettes (read back from the mapped buffer) are bit for bit those of the CPU path,
+/// the summary names the adapter and splits the frame, and the JSON carries the same fields.
+/// Skips (with a message) where no GPU adapter exists.
+#[test]
+fn gpu_frames_write_the_cpu_paths_palettes_and_split_the_frame() {
+    use sinew_examples::crowd_gpu::GpuUse;
+    use sinew_gpu::crowd_frames::Rasteriser;
+    let Ok(ctx) = sinew_gpu::context::GpuContext::new() else {
+        eprintln!("skipped: no GPU adapter (install mesa-vulkan-drivers for lavapipe)");
+        return;
+    };
+    let cpu = run_crowd(&opts(30, 4)).unwrap();
+    assert!(cpu.gpu.is_none());
+    for raster in [Rasteriser::Graphics, Rasteriser::Compute] {
+        let gpu = run_crowd(&CrowdOptions {
+            gpu: GpuUse::Required,
+            raster: Some(raster),
+            ..opts(30, 4)
+        })
+        .unwrap();
+        assert_eq!(
+            gpu.palette_checksum.to_bits(),
+            cpu.palette_checksum.to_bits()
+        );
+        assert_eq!(gpu.events_fired, cpu.events_fired);
+        let g = gpu.gpu.as_ref().unwrap();
+        assert_eq!(g.adapter, ctx.adapter_info.name);
+        assert_eq!(g.rasteriser, raster);
+        assert!(g.pipeline_median > std::time::Duration::ZERO);
+        // One GPU time per measured frame where the device has timestamp queries.
+        let timed = ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        assert_eq!(g.gpu_frames, if timed { 4 } else { 0 });
+        assert_eq!(g.gpu_median.is_some(), timed);
+        let text = format_summary(&gpu);
+        assert!(
+            text.contains("frame split") && text.contains(&g.adapter),
+            "{text}"
+        );
+        let json = gpu.to_json();
+        assert_eq!(json["gpu"]["adapter"], g.adapter.as_str());
+        assert_eq!(json["gpu"]["rasteriser"], raster.name());
+        assert!(json["gpu"]["ring_wait_median_ms"].is_number());
+        assert!(json["cpu_only_reason"].is_null());
+    }
+    // Auto on a CPU rasteriser (lavapipe) stays on the CPU and says why.
+    if ctx.adapter_info.device_type == wgpu::DeviceType::Cpu {
+        let auto = run_crowd(&CrowdOptions {
+            gpu: GpuUse::Auto,
+            ..opts(10, 2)
+        })
+        .unwrap();
+        assert!(auto.gpu.is_none());
+        let reason = auto.cpu_only_reason.unwrap();
+        assert!(reason.contains("CPU rasteriser"), "{reason}");
+    }
+}
+
+/// `--lod` on the GPU path: the near tier's palettes go through the ring and the baked tier is
+/// drawn after it every frame; tiers, switches, the switch-frame pose check and the last
+/// palettes are those of the CPU path. Skips (with a message) where no GPU adapter exists.
+#[test]
+fn lod_on_the_gpu_path_switches_as_on_the_cpu() {
+    use sinew_examples::crowd_gpu::GpuUse;
+    if sinew_gpu::context::GpuContext::new().is_err() {
+        eprintln!("skipped: no GPU adapter (install mesa-vulkan-drivers for lavapipe)");
+        return;
+    }
+    // 0.1 s frames: the camera flies 3 m in the run, so characters switch both ways.
+    let lod = |gpu| CrowdOptions {
+        lod: Some(9.0),
+        lod_check: true,
+        dt: 0.1,
+        gpu,
+        ..opts(36, 10)
+    };
+    let cpu = run_crowd(&lod(GpuUse::Off)).unwrap();
+    let gpu = run_crowd(&lod(GpuUse::Required)).unwrap();
+    let (c, g) = (cpu.lod.as_ref().unwrap(), gpu.lod.as_ref().unwrap());
+    assert!(
+        c.switches > 0 && c.cpu_last > 0 && c.baked_last > 0,
+        "{c:?}"
+    );
+    assert_eq!(
+        (g.cpu_last, g.baked_last, g.switches),
+        (c.cpu_last, c.baked_last, c.switches)
+    );
+    assert_eq!(g.max_pose_error, c.max_pose_error);
+    assert!(g.max_pose_error.unwrap() < 1e-5);
+    assert_eq!(
+        gpu.palette_checksum.to_bits(),
+        cpu.palette_checksum.to_bits()
+    );
+    let s = gpu.gpu.as_ref().unwrap();
+    assert_eq!(s.rasteriser, sinew_gpu::crowd_frames::Rasteriser::Graphics);
+    assert!(s.lod);
+}

@@ -41,6 +41,7 @@
 
 pub mod baked;
 pub mod context;
+pub mod crowd_frames;
 pub mod palette_ring;
 pub mod raster;
 #[cfg(feature = "rbf")]

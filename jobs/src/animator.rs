@@ -1,13 +1,13 @@
 //! [`Animator`]: the pipeline's graph with the calls an engine makes each frame.
 
-use crate::component::FrameSlot;
+use crate::component::{Animations, FrameSlot, RigRef, SkinRef};
 use crate::frame::{
     FrameOffsets, LocalPoses, ModelPoses, PaletteBuffer, PaletteDestination, PaletteEntry,
     PaletteOffsets,
 };
 use crate::pipeline::{
-    FrameTime, PipelineConfig, PipelineNodes, PoseChain, insert_resources, register,
-    register_layout,
+    ClockCheckedBindings, FrameTime, PipelineConfig, PipelineNodes, PoseChain, insert_resources,
+    register, register_layout,
 };
 use sinew_runtime::graph::{FrameError, Graph, GraphBuildError, GraphBuilder, NodeTiming};
 use sinew_runtime::store::{Entity, Store};
@@ -30,6 +30,9 @@ pub struct Animator {
     /// Jobs 1 to 3 alone, for [`Animator::layout`].
     layout: Graph,
     nodes: PipelineNodes,
+    /// Whether the clock node's binding checks still hold when job 1 runs, so that job 1
+    /// skips them ([`clock_checks_cover_job1`]).
+    clock_checks_bindings: bool,
 }
 
 impl Animator {
@@ -71,6 +74,7 @@ impl Animator {
         let mut layout = GraphBuilder::new();
         register_layout(&mut layout);
         Ok(Self {
+            clock_checks_bindings: clock_checks_cover_job1(&graph, &nodes),
             graph,
             layout: layout.build()?,
             nodes,
@@ -97,6 +101,7 @@ impl Animator {
     pub fn run_frame(&mut self, store: &mut Store, dt: f32) -> Result<(), FrameError> {
         set_dt(store, dt);
         set_destination(store, PaletteDestination::Buffer);
+        set_clock_checked(store, self.clock_checks_bindings);
         let r = self.graph.run(store);
         store.advance_frame();
         r
@@ -122,6 +127,7 @@ impl Animator {
     ) -> Result<(), FrameError> {
         set_dt(store, dt);
         set_destination(store, PaletteDestination::Lent);
+        set_clock_checked(store, self.clock_checks_bindings);
         let graph = &mut self.graph;
         let r = store.with_scoped_slice(palette, |store| graph.run(store));
         store.advance_frame();
@@ -147,6 +153,8 @@ impl Animator {
     /// # Errors
     /// [`FrameError`] naming the job that rejected its inputs (a clip for another rig, say).
     pub fn layout<'s>(&mut self, store: &'s mut Store) -> Result<FrameLayout<'s>, FrameError> {
+        // No clock runs here: job 1 checks the bindings itself.
+        set_clock_checked(store, false);
         self.layout.run(store)?;
         Ok(FrameLayout { store })
     }
@@ -183,6 +191,36 @@ impl Animator {
     pub fn nodes(&self) -> &PipelineNodes {
         &self.nodes
     }
+}
+
+fn set_clock_checked(store: &mut Store, checked: bool) {
+    match store.resource_mut::<ClockCheckedBindings>() {
+        Ok(c) => c.0 = checked,
+        Err(_) => {
+            store.insert_resource(ClockCheckedBindings(checked));
+        }
+    }
+}
+
+/// Whether the clock node's binding checks (clip, mask and skin rigs, finite values, layers)
+/// still hold when job 1 runs: every other node that writes what they read ([`RigRef`],
+/// [`SkinRef`], [`Animations`]) runs before the clock or after job 1. The graph orders each
+/// such writer against both (they read those types), so one that runs before job 1 but not
+/// before the clock sits between them, and job 1 must check again.
+fn clock_checks_cover_job1(graph: &Graph, nodes: &PipelineNodes) -> bool {
+    let Some(clock) = nodes.advance_clocks else {
+        return false;
+    };
+    let job1 = nodes.bone_offsets;
+    graph.node_ids().all(|id| {
+        let writes_bindings = graph.access(id).is_some_and(|a| {
+            a.writes::<RigRef>() || a.writes::<SkinRef>() || a.writes::<Animations>()
+        });
+        id == clock
+            || !writes_bindings
+            || graph.runs_before(id, clock)
+            || graph.runs_before(job1, id)
+    })
 }
 
 fn set_dt(store: &mut Store, dt: f32) {
@@ -380,6 +418,64 @@ mod tests {
         store
             .spawn(skinned(Arc::new(rig), Arc::new(mesh), vec![]))
             .unwrap();
+    }
+
+    /// Job 1 leaves the binding checks to the clock node exactly when no other node writes
+    /// the bindings between the two.
+    #[test]
+    fn job_1_skips_the_clock_nodes_checks_only_when_they_still_hold() {
+        use sinew_runtime::graph::{Access, FnNode, GraphBuilder, NodeId};
+        let build = |config: PipelineConfig, place: fn(&mut GraphBuilder, &PipelineNodes)| {
+            let mut store = Store::new();
+            Animator::with(&mut store, config, place)
+                .unwrap()
+                .clock_checks_bindings
+        };
+        fn writer(b: &mut GraphBuilder) -> NodeId {
+            b.add_node(FnNode::new(
+                "relist",
+                Access::new().write::<Animations>(),
+                |_| Ok(()),
+            ))
+        }
+        let default = PipelineConfig::default();
+        let staged = PipelineConfig {
+            pose_chain: PoseChain::Staged,
+            ..default
+        };
+        assert!(build(default, |_, _| {}));
+        assert!(build(staged, |_, _| {}));
+        // No clock: job 1 checks.
+        let manual = PipelineConfig {
+            advance_clocks: false,
+            ..default
+        };
+        assert!(!build(manual, |_, _| {}));
+        // A writer before the clock, or after job 1, changes nothing job 1 reads after the
+        // clock checked it; one between them does.
+        assert!(build(default, |b, n| {
+            let w = writer(b);
+            b.add_edge(w, n.advance_clocks.unwrap());
+        }));
+        assert!(build(default, |b, n| {
+            let w = writer(b);
+            b.add_edge(n.skinning, w);
+        }));
+        assert!(!build(default, |b, n| {
+            let w = writer(b);
+            b.add_edge(n.advance_clocks.unwrap(), w)
+                .add_edge(w, n.bone_offsets);
+        }));
+        // Writing the rig or skin counts too.
+        assert!(!build(default, |b, n| {
+            let w = b.add_node(FnNode::new(
+                "reskin",
+                Access::new().write::<SkinRef>(),
+                |_| Ok(()),
+            ));
+            b.add_edge(n.advance_clocks.unwrap(), w)
+                .add_edge(w, n.bone_offsets);
+        }));
     }
 
     /// A frame that lends a palette slice which the palette-writing node cannot borrow fails

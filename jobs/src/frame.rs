@@ -122,7 +122,9 @@ impl PaletteOffsets {
         &self.offsets
     }
 
-    /// Empties the table and sizes it for indices below `end`.
+    /// Empties the table and sizes it for indices below `end` (with [`Self::set`], the
+    /// sequential reference for [`Self::rebuild`]).
+    #[cfg(test)]
     pub(crate) fn reset(&mut self, end: usize) {
         self.offsets.clear();
         self.offsets.resize(end, Self::NONE);
@@ -131,12 +133,62 @@ impl PaletteOffsets {
     }
 
     /// Records `entity`'s first palette entry.
+    #[cfg(test)]
     pub(crate) fn set(&mut self, entity: Entity, offset: u32) {
         let i = entity.index() as usize;
         if let (Some(o), Some(g)) = (self.offsets.get_mut(i), self.generations.get_mut(i)) {
             *o = offset;
             *g = entity.generation();
         }
+    }
+
+    /// Rebuilds the table from runs of entities and their frame slots (one run per store
+    /// chunk), in parallel over `blocks` contiguous ranges of entity indices: each range is
+    /// reset and takes the entries whose index falls in it. Every range reads every run, but
+    /// an index belongs to one range and one live entity, so the table does not depend on
+    /// `blocks` and needs no unsafe scattered writes.
+    pub(crate) fn rebuild(
+        &mut self,
+        runs: &[(&[Entity], &[crate::component::FrameSlot])],
+        blocks: usize,
+    ) {
+        use rayon::prelude::*;
+        let end = runs
+            .par_iter()
+            .map(|(entities, _)| {
+                entities
+                    .iter()
+                    .map(|e| e.index() as usize + 1)
+                    .max()
+                    .unwrap_or(0)
+            })
+            .max()
+            .unwrap_or(0);
+        resize_frame_buffer(&mut self.offsets, end);
+        resize_frame_buffer(&mut self.generations, end);
+        let block = end.div_ceil(blocks.max(1)).max(1);
+        self.offsets
+            .par_chunks_mut(block)
+            .zip(self.generations.par_chunks_mut(block))
+            .enumerate()
+            .for_each(|(b, (offsets, generations))| {
+                offsets.fill(Self::NONE);
+                generations.fill(0);
+                let lo = b * block;
+                for (entities, slots) in runs {
+                    for (e, slot) in entities.iter().zip(*slots) {
+                        let Some(i) = (e.index() as usize).checked_sub(lo) else {
+                            continue;
+                        };
+                        if let (Some(o), Some(g)) = (offsets.get_mut(i), generations.get_mut(i))
+                            && slot.palette_count > 0
+                        {
+                            *o = slot.palette_offset;
+                            *g = e.generation();
+                        }
+                    }
+                }
+            });
     }
 }
 
@@ -206,5 +258,66 @@ mod tests {
         assert_eq!(parts[2], &[5, 6, 7]);
         assert!(split_ranges(&mut v, &[(2, 4), (3, 5)]).is_none());
         assert!(split_ranges(&mut v, &[(8, 11)]).is_none());
+    }
+
+    /// The parallel rebuild of the instance table equals the sequential scatter for any
+    /// number of blocks: scattered indices (churn), gaps, entities without a palette, and a
+    /// generation per entry.
+    #[test]
+    fn palette_offsets_rebuild_matches_the_sequential_scatter() {
+        use crate::component::FrameSlot;
+        let mut s = 0x2545_f491_u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        // Three "chunks" of entities with distinct, shuffled indices below 1000.
+        let mut indices: Vec<u32> = (0..1000).filter(|i| i % 7 != 3).collect();
+        for i in (1..indices.len()).rev() {
+            indices.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        indices.truncate(700);
+        let entities: Vec<Entity> = indices
+            .iter()
+            .map(|&i| Entity::from_raw_parts(i, (next() % 5) as u32 + 1))
+            .collect();
+        let slots: Vec<FrameSlot> = (0..entities.len())
+            .map(|k| FrameSlot {
+                palette_offset: 45 * k as u32,
+                palette_count: if k % 11 == 0 { 0 } else { 45 },
+                ..FrameSlot::default()
+            })
+            .collect();
+        let runs: Vec<(&[Entity], &[FrameSlot])> = [0..250, 250..251, 251..700]
+            .into_iter()
+            .map(|r| (&entities[r.clone()], &slots[r]))
+            .collect();
+        let mut reference = PaletteOffsets::default();
+        let end = indices.iter().map(|&i| i as usize + 1).max().unwrap();
+        reference.reset(end);
+        for (e, slot) in entities.iter().zip(&slots) {
+            if slot.palette_count > 0 {
+                reference.set(*e, slot.palette_offset);
+            }
+        }
+        for blocks in [1, 2, 3, 7, 64, 5000] {
+            // Start from a stale, longer table: the rebuild must clear what is not set.
+            let mut table = PaletteOffsets {
+                offsets: vec![7; 1200],
+                generations: vec![9; 1200],
+            };
+            table.rebuild(&runs, blocks);
+            assert_eq!(table, reference, "{blocks} blocks");
+        }
+        assert_eq!(reference.get(entities[1]), Some(45));
+        assert_eq!(reference.get(entities[0]), None); // no palette
+        let g = entities[1].generation();
+        let stale = Entity::from_raw_parts(entities[1].index(), g + 1);
+        assert_eq!(reference.get(stale), None);
+        let mut empty = PaletteOffsets::default();
+        empty.rebuild(&[], 2);
+        assert!(empty.as_slice().is_empty());
     }
 }

@@ -38,20 +38,27 @@ impl BoneOffsetsJob<'_> {
     /// negative weight; [`JobError::BadLayer`] for a layer out of range, a layer that mixes
     /// override and additive, or an additive clip without a reference pose.
     pub fn validate(&self) -> Result<(), JobError> {
-        let n = self.entities.len();
-        check_len(Self::NAME, "rigs", n, self.rigs.len())?;
-        check_len(Self::NAME, "animations", n, self.animations.len())?;
-        check_len(Self::NAME, "counts", n, self.counts.len())?;
-        if let Some(s) = self.skins {
-            check_len(Self::NAME, "skins", n, s.len())?;
-        }
-        for i in 0..n {
+        self.validate_lengths()?;
+        for i in 0..self.entities.len() {
             validate_animations(self.entities[i], &self.rigs[i], &self.animations[i])?;
             validate_skin(
                 self.entities[i],
                 &self.rigs[i],
                 self.skins.and_then(|s| s.get(i)),
             )?;
+        }
+        Ok(())
+    }
+
+    /// The length checks of [`Self::validate`] alone, for a frame whose clock node has
+    /// checked the bindings already.
+    pub(crate) fn validate_lengths(&self) -> Result<(), JobError> {
+        let n = self.entities.len();
+        check_len(Self::NAME, "rigs", n, self.rigs.len())?;
+        check_len(Self::NAME, "animations", n, self.animations.len())?;
+        check_len(Self::NAME, "counts", n, self.counts.len())?;
+        if let Some(s) = self.skins {
+            check_len(Self::NAME, "skins", n, s.len())?;
         }
         Ok(())
     }

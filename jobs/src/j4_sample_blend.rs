@@ -11,18 +11,25 @@
 //! where the total weight stays below 1 the rest pose fills the remainder. Rotations come out
 //! as unit quaternions.
 //!
-//! Entities whose animations are unmasked overrides on one layer over clips with a shared time
-//! grid ([`crate::asset::KeyGrid`]) take the SoA path: `LANES` bones per step, two key-row
-//! loads and a lerp plus slerp/nlerp per clip, one weighted sum and normalisation
-//! (`crate::math::soa::blend_block`). It computes what the per-bone path
-//! ([`sample_blend_bone`]) computes, to about 1e-7 (see `crate::math::soa` for where and
-//! why the last bits differ; tested to 1e-6).
+//! Every entity is sampled and blended in structure of arrays, `LANES` bones per step, on one
+//! of two paths chosen from its animations alone. Unmasked overrides on one layer over clips
+//! with a shared time grid ([`crate::asset::KeyGrid`]) take one weighted sum of key rows per
+//! block (`crate::math::soa::blend_block`). Anything else (several layers, masks, additive
+//! layers, STEP, Hermite, per-track key times) samples each animation's block, from its grid
+//! rows or bone by bone for a clip without a grid, and blends the blocks by the accumulator's
+//! rules lane by lane (`crate::math::soa::layers`; a mask is a weight per lane). Both compute
+//! what the per-bone reference [`sample_blend_bone`] computes, to about 1e-7 (see
+//! `crate::math::soa` for where and why the last bits differ; tested to 1e-6).
 
 use crate::asset::{KeyGrid, KeySpan, Rig, Transform};
 use crate::component::{AnimationToProcess, BlendMode, MAX_LAYERS, SamplingCursors};
 use crate::error::JobError;
-use crate::math::soa::{BlockKeys, LANES, SingleLayer, SoaTransform, blend_block};
+use crate::math::soa::{
+    self, BlockKeys, LANES, SingleLayer, SoaLayerSum, SoaPoseAccumulator, SoaTransform,
+    blend_block, lane_weights,
+};
 use crate::math::{LayerSum, PoseAccumulator, additive_apply};
+use wide::f32x8;
 
 /// What the per-bone phase needs of one entity.
 #[derive(Clone, Copy, Debug)]
@@ -83,12 +90,8 @@ pub fn resolve_spans(
 ///
 /// Inputs: the per-entity table (with each entity's first flat bone) and the spans of phase
 /// one. Output: one local [`Transform`] per flat bone. Parallel over entities (at most
-/// [`SampleBlendJob::batch`] whole entities per task): an entity whose animations are
-/// unmasked overrides on one layer over clips with a shared time grid ([`Clip::grid`]) is
-/// sampled and blended `LANES` bones at a time in SoA; any other entity bone by bone with
-/// [`sample_blend_bone`].
-///
-/// [`Clip::grid`]: crate::asset::Clip::grid
+/// [`SampleBlendJob::batch`] whole entities per task), each entity `LANES` bones at a time in
+/// SoA ([`sample_blend_entity`]).
 #[derive(Debug)]
 pub struct SampleBlendJob<'a> {
     /// Per entity, in iteration order (`None` for an entity phase one skipped: its bones
@@ -184,28 +187,30 @@ fn run_range(
     }
 }
 
-/// Samples and blends every bone of one entity into `out` (its bones, in rig order): the SoA
-/// grid path when it applies, else bone by bone.
+/// Samples and blends every bone of one entity into `out` (its bones, in rig order), through
+/// structure-of-arrays blocks of `LANES` bones (see the module documentation for the two paths).
 #[inline]
 pub fn sample_blend_entity(e: &EntitySampling<'_>, spans: &[KeySpan], out: &mut [Transform]) {
-    let simple = e.single_override_layer();
-    if simple && let Some(plan) = GridPlan::new(e, spans, out.len().div_ceil(LANES)) {
-        let mut block = SoaTransform::default();
-        for (b, chunk) in out.chunks_mut(LANES).enumerate() {
-            plan.block(b, &mut block);
-            block.write_transforms(chunk);
+    let bone_count = out.len();
+    let plan = if e.single_override_layer() {
+        GridPlan::new(e, spans, bone_count.div_ceil(LANES))
+    } else {
+        None
+    };
+    let mut block = SoaTransform::default();
+    for (b, chunk) in out.chunks_mut(LANES).enumerate() {
+        match &plan {
+            Some(plan) => plan.block(b, &mut block),
+            None => layered_block(e, spans, b, bone_count, &mut block),
         }
-        return;
-    }
-    for (bone, o) in out.iter_mut().enumerate() {
-        *o = sample_blend_bone_with(e, spans, bone, simple);
+        block.write_transforms(chunk);
     }
 }
 
 /// [`sample_blend_entity`] into structure of arrays: block `b` of `out` holds bones
-/// `8b .. 8b + 8` of the entity's `bone_count` (lanes past the last bone hold the rest of the
-/// grid's padding, or the identity on the per-bone path). The same values as
-/// [`sample_blend_entity`], for the fused pose chain, which builds matrices from SoA.
+/// `8b .. 8b + 8` of the entity's `bone_count` (lanes past the last bone hold padding). An
+/// entity whose animations are unmasked overrides on one layer over clips with a shared time
+/// grid takes [`GridPlan`] (one weighted sum of key rows); any other takes [`layered_block`].
 #[inline]
 pub(crate) fn sample_blend_entity_soa(
     e: &EntitySampling<'_>,
@@ -214,21 +219,147 @@ pub(crate) fn sample_blend_entity_soa(
     out: &mut [SoaTransform],
 ) {
     let blocks = bone_count.div_ceil(LANES);
-    let simple = e.single_override_layer();
-    if simple && let Some(plan) = GridPlan::new(e, spans, blocks) {
+    if e.single_override_layer()
+        && let Some(plan) = GridPlan::new(e, spans, blocks)
+    {
         for (b, o) in out.iter_mut().take(blocks).enumerate() {
             plan.block(b, o);
         }
         return;
     }
-    for (b, o) in out.iter_mut().take(blocks).enumerate() {
-        let mut block = [Transform::IDENTITY; LANES];
-        let first = b * LANES;
-        for (l, t) in block.iter_mut().enumerate().take(bone_count - first) {
-            *t = sample_blend_bone_with(e, spans, first + l, simple);
-        }
-        *o = SoaTransform::from_transforms(&block);
+    let blocks = blocks.min(out.len());
+    layered_entity(e, spans, bone_count, &mut out[..blocks]);
+}
+
+/// [`layered_block`] for every block of `out`, out of line: the layered path is several times
+/// the grid path's code, and inlined into the pose chain it would crowd the common case.
+#[inline(never)]
+fn layered_entity(
+    e: &EntitySampling<'_>,
+    spans: &[KeySpan],
+    bone_count: usize,
+    out: &mut [SoaTransform],
+) {
+    for (b, o) in out.iter_mut().enumerate() {
+        layered_block(e, spans, b, bone_count, o);
     }
+}
+
+/// One animation's pose for block `b` (bones `8b ..`): its key grid's rows when the clip has a
+/// grid of the rig's block count, else each bone sampled on its own channels (STEP, Hermite,
+/// per-track key times). `spans` starts at the animation's first span.
+#[inline(always)]
+fn sample_animation_block(
+    a: &AnimationToProcess,
+    rig: &Rig,
+    spans: &[KeySpan],
+    b: usize,
+    bone_count: usize,
+) -> SoaTransform {
+    let blocks = bone_count.div_ceil(LANES);
+    if let Some(g) = a.clip.grid()
+        && g.blocks() == blocks
+        && let Some(span) = spans.get(g.timeline() as usize)
+        && let Some(block) = g.sample_block(b, span)
+    {
+        return block;
+    }
+    let first = b * LANES;
+    let rest = rig.rest_pose();
+    let mut lanes = [Transform::IDENTITY; LANES];
+    for (l, t) in lanes
+        .iter_mut()
+        .enumerate()
+        .take(bone_count.saturating_sub(first))
+    {
+        let r = rest.get(first + l).copied().unwrap_or(Transform::IDENTITY);
+        *t = a.clip.sample_bone_at(first + l, spans, &r);
+    }
+    SoaTransform::from_transforms(&lanes)
+}
+
+/// Samples and blends block `b` of an entity with any layers: override layers (weighted
+/// averages blended over what is below), additive layers and avatar masks (a weight per
+/// lane), by [`PoseAccumulator`]'s rules ([`SoaPoseAccumulator`] applies them lane by lane).
+/// Computes what [`sample_blend_bone`] computes for each of the block's bones, to about 1e-7.
+#[inline(always)]
+fn layered_block(
+    e: &EntitySampling<'_>,
+    spans: &[KeySpan],
+    b: usize,
+    bone_count: usize,
+    out: &mut SoaTransform,
+) {
+    let Some(rest) = e.rig.rest_block(b) else {
+        return;
+    };
+    let anims = e.animations;
+    let spans = spans.get(e.span_offset as usize..).unwrap_or(&[]);
+    let first = b * LANES;
+    let weights = |a: &AnimationToProcess, scale: f32| {
+        let w = f32x8::splat(scale * a.weight);
+        match &a.mask {
+            Some(m) => w * lane_weights(m.weights(), first),
+            None => w,
+        }
+    };
+    let mut acc = SoaPoseAccumulator::EMPTY;
+    let (mut i, mut span_base) = (0usize, 0usize);
+    while let Some(head) = anims.get(i) {
+        let (layer, blend) = (head.layer, head.blend);
+        let layer_weight = e
+            .layer_weights
+            .get(usize::from(layer))
+            .copied()
+            .unwrap_or(0.0);
+        let in_layer = anims[i..].iter().take_while(|a| a.layer == layer);
+        match blend {
+            BlendMode::Override => {
+                let mut sum = SoaLayerSum::EMPTY;
+                for a in in_layer {
+                    let w = weights(a, 1.0);
+                    if w.simd_gt(f32x8::ZERO).any() {
+                        let own = spans.get(span_base..).unwrap_or(&[]);
+                        let pose = sample_animation_block(a, e.rig, own, b, bone_count);
+                        sum.add(&pose, w);
+                    }
+                    span_base += a.clip.timelines().len();
+                    i += 1;
+                }
+                acc.blend_layer(&sum, layer_weight);
+            }
+            BlendMode::Additive => {
+                // The pose below is completed only when something is added, and only the
+                // lanes something is added to restart from it.
+                let mut pose: Option<SoaTransform> = None;
+                let mut touched = f32x8::ZERO;
+                for a in in_layer {
+                    let w = weights(a, layer_weight);
+                    let active = w.simd_gt(f32x8::ZERO);
+                    if active.any() {
+                        let base = pose.unwrap_or_else(|| acc.finish(rest));
+                        // Where the clip has no track and its reference is the rest pose, its
+                        // delta is the identity: the pose below is completed, nothing added.
+                        pose = Some(if a.clip.additive_changes(b) {
+                            let own = spans.get(span_base..).unwrap_or(&[]);
+                            let sample = sample_animation_block(a, e.rig, own, b, bone_count);
+                            let reference = a.clip.additive_block(b).unwrap_or(rest);
+                            soa::additive_apply(&base, &sample, reference, w)
+                        } else {
+                            base
+                        });
+                        touched |= active;
+                    }
+                    span_base += a.clip.timelines().len();
+                    i += 1;
+                }
+                if let Some(p) = pose {
+                    acc.reset_where(touched, &p);
+                }
+            }
+        }
+    }
+    *out = acc.finish(rest);
 }
 
 /// Most animations the SoA path blends per entity (more take the per-bone path).
@@ -339,7 +470,8 @@ fn single_override_layer(
     Some(acc.finish(rest))
 }
 
-/// Samples and blends one bone of one entity: the reference for the batched job.
+/// Samples and blends one bone of one entity with the scalar helpers: the reference the SoA
+/// paths are tested against.
 #[inline]
 pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize) -> Transform {
     sample_blend_bone_with(e, spans, bone, e.single_override_layer())

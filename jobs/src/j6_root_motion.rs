@@ -271,10 +271,14 @@ fn extract(
         if w <= 0.0 {
             continue;
         }
-        let (delta_t, delta_r) = root_delta(&a.clip, root, a.previous_time, a.time, None);
-        let start = a
-            .clip
-            .sample_bone(crate::asset::BoneIndex(root as u32), 0.0);
+        let ends = a.clip.root_ends(root);
+        let (delta_t, delta_r) = root_delta(&a.clip, root, a.previous_time, a.time, ends);
+        let start = match ends {
+            Some((start, _)) => *start,
+            None => a
+                .clip
+                .sample_bone(crate::asset::BoneIndex(root as u32), 0.0),
+        };
         let now = a.clip.sample_bone(
             crate::asset::BoneIndex(root as u32),
             a.clip.wrap_time(a.time),

@@ -14,7 +14,8 @@ use sinew_jobs::component::{
     SkinRef, try_skinned,
 };
 use sinew_jobs::error::JobError;
-use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
+use sinew_jobs::pipeline::{PipelineConfig, PipelineNodes, PoseChain};
+use sinew_runtime::graph::{Access, FnNode, GraphBuilder, NodeError, NodeId};
 use sinew_runtime::store::{Entity, Store};
 use std::sync::Arc;
 
@@ -278,4 +279,70 @@ fn a_skin_root_bone_out_of_range_fails_the_frame_before_anything_moves() {
             "{label}: {err}"
         );
     }
+}
+
+/// A user node that gives the bad entity the foreign clip, ordered by `place`. Returns the
+/// failing node, the error and entity 0's walk time after the failed frame (0 before it).
+fn frame_with_relisting_node(
+    c: &BakedCharacter,
+    foreign: &Arc<Clip>,
+    place: fn(&mut GraphBuilder, &PipelineNodes, NodeId),
+) -> (String, String, f32) {
+    let mut store = Store::new();
+    let entities = spawn_crowd(c, &mut store);
+    let bad = entities[BAD];
+    let foreign = foreign.clone();
+    let mut animator = Animator::with(&mut store, PipelineConfig::default(), |b, nodes| {
+        let relist = b.add_node(FnNode::new(
+            "relist",
+            Access::new().write::<Animations>(),
+            move |ctx| {
+                let mut q = ctx
+                    .query::<&mut Animations>()
+                    .map_err(NodeError::from_error)?;
+                q.for_each(|e, a| {
+                    if e == bad {
+                        *a = bad_animations(&foreign);
+                    }
+                });
+                Ok(())
+            },
+        ));
+        place(b, nodes, relist);
+    })
+    .unwrap();
+    let err = animator.run_frame(&mut store, 0.5).unwrap_err();
+    let time = store.get::<Animations>(entities[0]).unwrap().as_slice()[0].time;
+    (
+        err.node().unwrap_or_default().to_string(),
+        err.to_string(),
+        time,
+    )
+}
+
+/// Job 1 leaves the binding checks to the clock node only when nothing can change the
+/// bindings between the two: a node that relists an entity after the clock and before job 1
+/// is caught by job 1 (after the clocks moved: the node sits after them); one before the
+/// clock is caught by the clock, before any clock moves.
+#[test]
+fn a_binding_changed_between_the_clock_and_job_1_is_caught_by_job_1() {
+    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
+    let foreign = foreign_walk();
+    let (node, err, time) = frame_with_relisting_node(&c, &foreign, |b, nodes, relist| {
+        let clock = nodes.advance_clocks.unwrap();
+        b.add_edge(clock, relist)
+            .add_edge(relist, nodes.bone_offsets);
+    });
+    assert_eq!(node, "1 bone offsets", "{err}");
+    assert!(
+        err.contains(&format!("clip '{}'", foreign.name())) && err.contains("rig 'other rig'"),
+        "{err}"
+    );
+    assert_eq!(time, 0.5);
+    let (node, err, time) = frame_with_relisting_node(&c, &foreign, |b, nodes, relist| {
+        b.add_edge(relist, nodes.advance_clocks.unwrap());
+    });
+    assert_eq!(node, "advance clocks", "{err}");
+    assert!(err.contains("rig 'other rig'"), "{err}");
+    assert_eq!(time, 0.0);
 }

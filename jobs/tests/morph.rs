@@ -514,7 +514,7 @@ fn bad_morph_targets_are_errors_naming_mesh_primitive_and_target() {
     );
     assert!(
         e.to_string()
-            .contains("mesh 0 primitive 0: morph target 1: POSITION has 3 elements, POSITION 4"),
+            .contains("mesh 0 primitive 0: morph target 1 POSITION has 3 elements, POSITION 4"),
         "{e}"
     );
 

@@ -1023,3 +1023,236 @@ fn interpolant_matches_an_independent_dense_solve_for_every_kernel() {
         assert!(err < 1e-5, "{kernel}: {err}");
     }
 }
+
+/// The eight corners of the box `[-hx, hx] × [-hy, hy] × [-hz, hz]`.
+fn box_corners(h: Vec3) -> Vec<Vec3> {
+    (0..8)
+        .map(|i| {
+            let s = |b: usize| if i & b != 0 { 1.0 } else { -1.0 };
+            Vec3::new(s(1) * h.x, s(2) * h.y, s(4) * h.z)
+        })
+        .collect()
+}
+
+#[test]
+fn controls_flat_along_one_axis_are_refused_whatever_the_axis_scaling() {
+    // The first fuzz finding (fuzz/regressions/rbf_bake/crash-2b6e…): the controls span 1e-45
+    // along y and 1 along x and z. Scaled per axis, as the solve does, the y span looks as wide
+    // as the others; the polynomial then multiplies the vertex's y offset of -0.25 by ~1e45.
+    let low = [Vec3::new(0.0, 1e-45, 0.0), Vec3::Z, Vec3::NEG_X, Vec3::ZERO];
+    let high = [Vec3::new(1.0, -0.25, 1.25), Vec3::new(-0.12, -0.96, -0.34)];
+    for budget in [0, sinew_jobs::deform::DEFAULT_DENSE_BUDGET_BYTES] {
+        let opts = BakeOptions {
+            dense_budget_bytes: budget,
+            ..BakeOptions::interpolate(Kernel::Cubic, 1.0)
+        };
+        let msg = match bake(&low, &high, &opts) {
+            Err(DeformError::Singular { reason }) => reason,
+            other => panic!("budget {budget}: {other:?}"),
+        };
+        assert!(
+            msg.contains("coplanar") && msg.contains("[-1.0, 0.0, 0.0] to [0.0, 1e-45, 1.0]"),
+            "{msg}"
+        );
+    }
+    // A thin slab is not flat: 2 × 2 × 0.002 still bakes, and degree-1 interpolation reproduces
+    // an affine motion of the cage at the vertices inside it exactly (up to f32 rounding).
+    let slab = box_corners(Vec3::new(1.0, 1.0, 1e-3));
+    let inside: Vec<Vec3> = cloud(32, 7)
+        .into_iter()
+        .map(|p| p * Vec3::new(0.9, 0.9, 9e-4))
+        .collect();
+    let affine = Affine3A::from_mat3_translation(
+        Mat3::from_cols(
+            Vec3::new(1.1, 0.2, 0.0),
+            Vec3::new(-0.1, 0.9, 0.3),
+            Vec3::new(0.0, 0.1, 1.2),
+        ),
+        Vec3::new(0.5, -2.0, 3.0),
+    );
+    let moved: Vec<Vec3> = slab.iter().map(|p| affine.transform_point3(*p)).collect();
+    let expected: Vec<Vec3> = inside.iter().map(|p| affine.transform_point3(*p)).collect();
+    for kernel in [Kernel::Cubic, Kernel::ThinPlateSpline, Kernel::Gaussian] {
+        let binding = bake(&slab, &inside, &BakeOptions::interpolate(kernel, 1.0)).unwrap();
+        let err = max_dist(&deform(binding, &moved), &expected);
+        assert!(err < 1e-4, "{kernel}: {err}");
+    }
+}
+
+#[test]
+fn cage_and_mesh_in_different_units_are_refused_naming_both_boxes() {
+    // A cage in metres (a 0.6 × 1.8 × 0.4 box of 27 controls standing on the origin) and the
+    // mesh it surrounds, given in centimetres.
+    let metres: Vec<Vec3> = (0..27)
+        .map(|i| {
+            let t = |k: usize| ((i / k) % 3) as f32 * 0.5;
+            Vec3::new(0.6 * t(1) - 0.3, 1.8 * t(3), 0.4 * t(9) - 0.2)
+        })
+        .collect();
+    let mesh_m: Vec<Vec3> = cloud(64, 3)
+        .into_iter()
+        .map(|p| Vec3::new(0.25 * p.x, 0.9 + 0.85 * p.y, 0.15 * p.z))
+        .collect();
+    let mesh_cm: Vec<Vec3> = mesh_m.iter().map(|p| *p * 100.0).collect();
+    // The boxes, found by hand from the constructions above and from the cloud's extremes.
+    let (lo, hi) = mesh_cm.iter().fold(
+        (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
+        |(lo, hi), p| (lo.min(*p), hi.max(*p)),
+    );
+    for opts in [
+        BakeOptions::interpolate(Kernel::Cubic, 1.0),
+        BakeOptions::normalized(1.0),
+    ] {
+        let err = bake(&metres, &mesh_cm, &opts).unwrap_err();
+        let DeformError::ScaleMismatch {
+            cage_min,
+            cage_max,
+            mesh_min,
+            mesh_max,
+            ratio,
+            limit,
+        } = err.clone()
+        else {
+            panic!("{err:?}");
+        };
+        assert_eq!(cage_min, [-0.3, 0.0, -0.2]);
+        assert_eq!(cage_max, [0.3, 1.8, 0.2]);
+        assert_eq!((mesh_min, mesh_max), (lo.to_array(), hi.to_array()));
+        // The largest extents: 1.8 m of cage along y, the mesh's y extent in centimetres.
+        assert!((ratio - (hi.y - lo.y) / 1.8).abs() < 1e-3, "{ratio}");
+        assert!(ratio > 50.0, "{ratio}");
+        assert_eq!(limit, sinew_jobs::deform::DEFAULT_MAX_SIZE_RATIO);
+        let msg = err.to_string();
+        assert!(
+            msg.contains("[-0.3, 0.0, -0.2] to [0.3, 1.8, 0.2]")
+                && msg.contains(&format!("{mesh_min:?} to {mesh_max:?}"))
+                && msg.contains("units"),
+            "{msg}"
+        );
+    }
+    // The other way round: a cage in centimetres and the mesh in metres.
+    let centimetres: Vec<Vec3> = metres.iter().map(|p| *p * 100.0).collect();
+    let opts = BakeOptions::interpolate(Kernel::Cubic, 0.01);
+    assert!(matches!(
+        bake(&centimetres, &mesh_m, &opts),
+        Err(DeformError::ScaleMismatch { .. })
+    ));
+    // Same units bake and deform; a cage moved rigidly moves the mesh the same way.
+    let binding = bake(&centimetres, &mesh_cm, &opts).unwrap();
+    let lift = Vec3::new(0.0, 10.0, 0.0);
+    let moved: Vec<Vec3> = centimetres.iter().map(|p| *p + lift).collect();
+    let expected: Vec<Vec3> = mesh_cm.iter().map(|p| *p + lift).collect();
+    assert!(max_dist(&deform(binding, &moved), &expected) < 1e-3);
+    // The check can be turned off, and a limit below 1 is refused.
+    let unchecked = BakeOptions {
+        max_size_ratio: f32::INFINITY,
+        ..BakeOptions::interpolate(Kernel::Cubic, 1.0)
+    };
+    assert!(bake(&metres, &mesh_cm, &unchecked).is_ok());
+    for bad in [0.5, f32::NAN] {
+        let o = BakeOptions {
+            max_size_ratio: bad,
+            ..BakeOptions::normalized(1.0)
+        };
+        assert!(matches!(
+            bake(&metres, &mesh_m, &o),
+            Err(DeformError::InvalidOption { .. })
+        ));
+    }
+}
+
+#[test]
+fn results_beyond_f32_are_errors_not_infinities() {
+    let low = box_corners(Vec3::ONE);
+    // Vertex 0 lies outside the cage, at twice a corner's x.
+    let mut high = cloud(16, 11);
+    high[0] = Vec3::new(2.0, 0.0, 0.0);
+    // The cage scaled by 3e38: degree-1 interpolation reproduces the linear map exactly, so
+    // vertex 0 goes to 6e38, beyond f32 (the others stay within 3e38).
+    let huge: Vec<Vec3> = low.iter().map(|p| *p * 3e38).collect();
+    let weights =
+        Arc::new(bake(&low, &high, &BakeOptions::interpolate(Kernel::Cubic, 1.0)).unwrap());
+    let gain = weights.report().max_gain;
+    let by_hand = (0..high.len())
+        .map(|i| {
+            weights
+                .weights()
+                .unwrap()
+                .row(i)
+                .map(|(_, w)| f64::from(w.abs()))
+                .sum::<f64>()
+        })
+        .fold(0.0, f64::max);
+    assert_eq!(gain, by_hand);
+    assert!(gain >= 1.0, "{gain}"); // every row sums to 1
+    // The table's bound refuses it before anything is written.
+    let mut d = RbfDeformer::new(weights.clone());
+    let mut out = vec![Vec3::splat(7.0); high.len()];
+    let err = d.deform(&huge, &mut out).unwrap_err();
+    assert!(matches!(err, DeformError::Overflow { .. }), "{err:?}");
+    assert!(err.to_string().contains("overflows f32"), "{err}");
+    assert!(out.iter().all(|p| *p == Vec3::splat(7.0)));
+    // Far but representable: a translation by 1e30 is reproduced.
+    let shift = Vec3::new(1e30, 0.0, 0.0);
+    let moved: Vec<Vec3> = low.iter().map(|p| *p + shift).collect();
+    d.deform(&moved, &mut out).unwrap();
+    assert!(
+        out.iter()
+            .all(|o| ((o.x - 1e30) / 1e30).abs() < 1e-5 && o.is_finite())
+    );
+    // The coefficient path finds the overflow as it writes, and names the vertex.
+    let coef = bake(
+        &low,
+        &high,
+        &BakeOptions {
+            dense_budget_bytes: 0,
+            ..BakeOptions::interpolate(Kernel::Cubic, 1.0)
+        },
+    )
+    .unwrap();
+    assert!(coef.report().max_gain.is_nan());
+    let mut d = RbfDeformer::new(Arc::new(coef));
+    let err = d.deform(&huge, &mut out).unwrap_err();
+    assert!(
+        matches!(&err, DeformError::Overflow { reason } if reason.contains("high vertex 0 ")),
+        "{err:?}"
+    );
+    d.deform(&moved, &mut out).unwrap();
+    assert!(
+        out.iter()
+            .all(|o| ((o.x - 1e30) / 1e30).abs() < 1e-5 && o.is_finite())
+    );
+    // The bound is tight enough for positions near f32's limit: a vertex at 3e38 driven by
+    // normalized weights (rows of |w| summing to 1) deforms at rest and with the cage moved by
+    // 1e37, and only a move to beyond f32::MAX (3.4e38) is refused.
+    let mut edge = high.clone();
+    edge[3] = Vec3::new(3e38, 0.0, 0.0);
+    let normalized = BakeOptions {
+        max_size_ratio: f32::INFINITY,
+        ..BakeOptions::normalized(1.0)
+    };
+    let mut d = RbfDeformer::new(Arc::new(bake(&low, &edge, &normalized).unwrap()));
+    d.deform(&low, &mut out).unwrap();
+    assert_eq!(out, edge);
+    let nudge: Vec<Vec3> = low.iter().map(|p| *p + Vec3::new(1e37, 0.0, 0.0)).collect();
+    d.deform(&nudge, &mut out).unwrap();
+    assert!((out[3].x - 3.1e38).abs() < 1e33, "{}", out[3]);
+    let push: Vec<Vec3> = low.iter().map(|p| *p + Vec3::new(1e38, 0.0, 0.0)).collect();
+    assert!(matches!(
+        d.deform(&push, &mut out),
+        Err(DeformError::Overflow { .. })
+    ));
+    // A vertex 3e38 from a unit cage (the unit check off) has weights beyond f32.
+    let mut remote = high.clone();
+    remote[9] = Vec3::new(3e38, 0.0, 0.0);
+    let unchecked = BakeOptions {
+        max_size_ratio: f32::INFINITY,
+        ..BakeOptions::interpolate(Kernel::Cubic, 1.0)
+    };
+    let err = bake(&low, &remote, &unchecked).unwrap_err();
+    assert!(
+        matches!(err, DeformError::IllConditioned { vertex: 9, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("high vertex 9"), "{err}");
+}

@@ -305,6 +305,64 @@ proptest! {
     }
 
     #[test]
+    fn layered_blends_equal_the_per_bone_reference(
+        clips in prop::collection::vec((arb_clip(4), any::<bool>()), 2..5),
+        layers in prop::collection::vec((0u8..3, 0.0f32..1.2, prop::option::of(prop::collection::vec(0.0f32..=1.0, BONES))), 2..5),
+        layer_weights in (0.0f32..1.0, 0.0f32..1.0, 0.0f32..1.0),
+        t in 0.0f32..3.0,
+    ) {
+        // Override layers 0 and 1 (masked or not), additive layer 2; Hermite, slerped and
+        // nlerped clips; weights from 0 (skipped) up: the job's layered SoA path against the
+        // per-bone reference.
+        let rig = rig();
+        let clips: Vec<Arc<Clip>> = clips
+            .into_iter()
+            .map(|(c, nlerp)| {
+                let c = c.bake(&rig).unwrap();
+                Arc::new(if nlerp { c.with_linear_rotation(LinearRotation::Nlerp) } else { c })
+            })
+            .collect();
+        let mut anims: Vec<AnimationToProcess> = layers
+            .iter()
+            .enumerate()
+            .map(|(i, (layer, weight, mask))| {
+                let blend = if *layer == 2 { BlendMode::Additive } else { BlendMode::Override };
+                let mut a = AnimationToProcess::new(clips[i % clips.len()].clone())
+                    .at(t + 0.37 * i as f32)
+                    .weight(*weight)
+                    .layer(*layer, blend);
+                if let Some(w) = mask {
+                    let mask = RawAvatarMask {
+                        name: format!("mask{i}"),
+                        bones: w.iter().enumerate().map(|(b, &w)| (format!("bone{b}"), w)).collect(),
+                        include_descendants: false,
+                    };
+                    a = a.mask(Arc::new(mask.bake(&rig).unwrap()));
+                }
+                a
+            })
+            .collect();
+        anims.sort_by_key(|a| a.layer);
+        let need: usize = anims.iter().map(|a| a.clip.timelines().len()).sum();
+        let mut spans = vec![KeySpan::default(); need];
+        resolve_spans(&anims, &mut SamplingCursors::default(), &mut spans);
+        let mut lw = [1.0; MAX_LAYERS];
+        (lw[0], lw[1], lw[2]) = layer_weights;
+        let e = Some(EntitySampling { rig: &rig, animations: &anims, layer_weights: lw, span_offset: 0, bone_offset: 0 });
+        let entities = [e];
+        let mut out = vec![Transform::IDENTITY; BONES];
+        let mut job = SampleBlendJob { entities: &entities, spans: &spans, out: &mut out, batch: 1 };
+        job.validate().unwrap();
+        job.run();
+        let e = entities[0].as_ref().unwrap();
+        for (bone, pose) in out.iter().enumerate() {
+            let reference = sample_blend_bone(e, &spans, bone);
+            prop_assert!(same_pose(pose, &reference, 1e-5), "bone {}: {:?} vs {:?}", bone, pose, reference);
+            prop_assert!(pose.rotation.is_normalized());
+        }
+    }
+
+    #[test]
     fn prefix_sum_is_an_exclusive_scan_and_parallel_equals_sequential(counts in prop::collection::vec((0u32..300, 0u32..300, 0u32..8), 0..40_000)) {
         let counts: Vec<EntityCounts> = counts.into_iter().map(|(b, p, s)| EntityCounts { bones: b, palette: p, spans: s }).collect();
         let mut par = vec![EntityCounts::default(); counts.len()];

@@ -1080,6 +1080,11 @@ impl RasterCore {
             .collect())
     }
 
+    /// The resolved image (one RGBA8 word per pixel).
+    pub(crate) fn color_buffer(&self) -> &wgpu::Buffer {
+        &self.buffers.color
+    }
+
     /// Records the copy of the resolved image into the read-back buffer.
     pub(crate) fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) {
         encoder.copy_buffer_to_buffer(

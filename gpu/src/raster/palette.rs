@@ -213,6 +213,12 @@ impl ComputeCrowdRenderer {
         self.core.read_level_counts(ctx)
     }
 
+    /// The resolved image: one `u32` per pixel (RGBA8, sRGB-encoded), rows top to bottom,
+    /// for a pass that shows it (a window's composite).
+    pub fn color_buffer(&self) -> &wgpu::Buffer {
+        self.core.color_buffer()
+    }
+
     /// Records the copy of the image into the read-back buffer.
     pub fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) {
         self.core.encode_readback(encoder);

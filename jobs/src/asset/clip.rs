@@ -1,7 +1,9 @@
 use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
-use crate::math::soa::{ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, LANES, SoaTransform};
+use crate::math::soa::{
+    ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, LANES, SoaTransform, sample_rows,
+};
 use crate::math::{
     Transform, flush_negligible, flush_negligible_quat, flush_negligible_vec3, hermite_basis,
     hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
@@ -267,18 +269,22 @@ impl KeyGrid {
     }
     /// Samples block `b` at a span of the grid's timeline: translations and scales lerped,
     /// tracked rotations slerped or nlerped as the clip's [`LinearRotation`] says, untracked
-    /// parts at the rest value.
+    /// parts at the rest value (read, not interpolated, where no lane of the block has the
+    /// track).
     #[inline(always)]
-    #[cfg(test)]
     pub(crate) fn sample_block(&self, b: usize, span: &KeySpan) -> Option<SoaTransform> {
         let r0 = self.rows.get(span.k0 as usize * self.blocks + b)?;
         let r1 = self.rows.get(span.k1 as usize * self.blocks + b)?;
         let tracked = *self.rotation_tracked.get(b)?;
-        Some(if self.slerp_rotations {
-            SoaTransform::lerp_slerp(r0, r1, span.alpha, tracked)
-        } else {
-            SoaTransform::lerp_nlerp(r0, r1, span.alpha, tracked)
-        })
+        let animated = self.animated.get(b).copied().unwrap_or(u8::MAX);
+        Some(sample_rows(
+            r0,
+            r1,
+            span.alpha,
+            tracked,
+            animated,
+            self.slerp_rotations,
+        ))
     }
 
     /// The key rows around `span`, with weight `w`, for [`blend_block`] (`None` for a key
@@ -464,7 +470,15 @@ pub struct Clip {
     curves: Vec<CurveChannel>,
     events: Vec<ClipEvent>,
     root_motion: bool,
+    /// With root motion: the rig's root bone and its poses at time 0 and at the clip's end,
+    /// which job 6 reads every frame.
+    root_ends: Option<(usize, Transform, Transform)>,
     additive_reference: Option<Vec<Transform>>,
+    /// The additive reference in `LANES`-bone blocks (empty without one).
+    additive_blocks: Vec<SoaTransform>,
+    /// Per block, whether the clip changes a pose it is added to there: some lane has a track,
+    /// or a reference that differs from the rest pose (elsewhere the delta is the identity).
+    additive_changes: Vec<bool>,
     rest_pose: Vec<Transform>,
     grid: Option<KeyGrid>,
     content_hash: ContentHash,
@@ -742,7 +756,10 @@ impl RawClip {
             curves,
             events,
             root_motion: self.root_motion,
+            root_ends: None,
             additive_reference: None,
+            additive_blocks: Vec::new(),
+            additive_changes: Vec::new(),
             rest_pose: rig.rest_pose().to_vec(),
             grid: None,
             content_hash: ContentHash(0),
@@ -759,7 +776,29 @@ impl RawClip {
             for p in &poses {
                 hasher.vec3(p.translation).quat(p.rotation).vec3(p.scale);
             }
+            let mut padded = poses.clone();
+            padded.resize(poses.len().div_ceil(LANES) * LANES, Transform::IDENTITY);
+            clip.additive_blocks = padded
+                .chunks(LANES)
+                .map(SoaTransform::from_transforms)
+                .collect();
             clip.additive_reference = Some(poses);
+        }
+        let reference = clip
+            .additive_reference
+            .as_deref()
+            .unwrap_or(&clip.rest_pose);
+        let changes = clip
+            .bone_channels
+            .chunks(LANES)
+            .zip(reference.chunks(LANES).zip(clip.rest_pose.chunks(LANES)))
+            .map(|(channels, (reference, rest))| {
+                channels.iter().flatten().any(Option::is_some) || reference != rest
+            })
+            .collect();
+        clip.additive_changes = changes;
+        if clip.root_motion {
+            clip.root_ends = Some(clip.sample_root_ends(rig.root().get()));
         }
         clip.content_hash = hasher.finish();
         Ok(clip)
@@ -950,9 +989,43 @@ impl Clip {
     pub fn root_motion(&self) -> bool {
         self.root_motion
     }
+
+    /// `root` with its poses at time 0 and at the end, under the clip's rotation rule.
+    fn sample_root_ends(&self, root: usize) -> (usize, Transform, Transform) {
+        let bone = BoneIndex(root as u32);
+        let ends = (
+            self.sample_bone(bone, 0.0),
+            self.sample_bone(bone, self.duration),
+        );
+        (root, ends.0, ends.1)
+    }
+
+    /// The root's poses at time 0 and at the end (`None` without root motion, or for another
+    /// bone than the rig's root).
+    #[inline]
+    pub(crate) fn root_ends(&self, root: usize) -> Option<(&Transform, &Transform)> {
+        match &self.root_ends {
+            Some((r, start, end)) if *r == root => Some((start, end)),
+            _ => None,
+        }
+    }
     /// Per-bone reference pose for additive playback, when the clip has one.
     pub fn additive_reference(&self) -> Option<&[Transform]> {
         self.additive_reference.as_deref()
+    }
+
+    /// Block `b` of the additive reference pose (`None` without one).
+    #[inline(always)]
+    pub(crate) fn additive_block(&self, b: usize) -> Option<&SoaTransform> {
+        self.additive_blocks.get(b)
+    }
+
+    /// Whether, added to a pose, the clip can change block `b`: some bone of the block has a
+    /// track, or a reference other than its rest pose (the reference is the rest pose when the
+    /// clip has none).
+    #[inline(always)]
+    pub(crate) fn additive_changes(&self, b: usize) -> bool {
+        self.additive_changes.get(b).copied().unwrap_or(true)
     }
     /// The rig's rest pose (bones the clip does not animate keep it).
     pub fn rest_pose(&self) -> &[Transform] {
@@ -983,6 +1056,9 @@ impl Clip {
             c.linear_rotation = mode;
             if let Some(grid) = &mut c.grid {
                 grid.slerp_rotations = mode == LinearRotation::Slerp;
+            }
+            if let Some((root, ..)) = c.root_ends {
+                c.root_ends = Some(c.sample_root_ends(root));
             }
             let mut h = ContentHasher::new();
             h.u64(self.content_hash.0 as u64)
@@ -1233,6 +1309,52 @@ mod tests {
         assert_eq!(clip.sample_bone(BoneIndex(0), 1.0), Transform::IDENTITY);
         // Hermite at s = 0.5, dt = 2: 0*0.5 + 1*0.125*2 + 4*0.5 + (-1)*(-0.125)*2 = 2.5
         assert!((clip.sample_curve(0, 1.0).unwrap() - 2.5).abs() < 1e-6);
+    }
+
+    /// The root's end poses kept for job 6 are its samples at 0 and at the duration, under
+    /// each rotation rule (an explicit duration between keys makes the rule matter).
+    #[test]
+    fn root_ends_are_the_roots_samples_at_both_ends() {
+        let rig = rig();
+        let turn = |a: f32| Quat::from_rotation_y(a);
+        let raw = RawClip {
+            name: "walk".into(),
+            duration: Some(1.6),
+            root_motion: true,
+            bones: vec![RawBoneTracks {
+                bone: "root".into(),
+                translation: Some(RawTrack::linear(
+                    vec![0.0, 1.0, 2.0],
+                    vec![Vec3::ZERO, Vec3::X, Vec3::X * 3.0],
+                )),
+                rotation: Some(RawTrack::linear(
+                    vec![0.0, 1.0, 2.0],
+                    vec![turn(0.0), turn(1.0), turn(2.5)],
+                )),
+                scale: None,
+            }],
+            ..Default::default()
+        };
+        let clip = raw.bake(&rig).unwrap();
+        for c in [
+            clip.clone(),
+            clip.with_linear_rotation(LinearRotation::Nlerp),
+        ] {
+            let (start, end) = c.root_ends(0).unwrap();
+            assert_eq!(*start, c.sample_bone(BoneIndex(0), 0.0));
+            assert_eq!(*end, c.sample_bone(BoneIndex(0), 1.6));
+            assert!(c.root_ends(1).is_none());
+        }
+        let slerped = clip.root_ends(0).unwrap().1.rotation;
+        let nlerped = clip.with_linear_rotation(LinearRotation::Nlerp);
+        assert_ne!(slerped, nlerped.root_ends(0).unwrap().1.rotation);
+        let still = RawClip {
+            root_motion: false,
+            ..raw
+        }
+        .bake(&rig)
+        .unwrap();
+        assert!(still.root_ends(0).is_none());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
+use crate::math::soa::{LANES, SoaTransform};
 use crate::math::{Transform, flush_negligible};
 use hashbrown::HashMap;
 
@@ -43,6 +44,8 @@ pub struct Rig {
     hashes: Vec<BoneHash>,
     parents: Vec<u32>,
     rest_pose: Vec<Transform>,
+    /// The rest pose in `LANES`-bone blocks (padding lanes are the identity).
+    rest_blocks: Vec<SoaTransform>,
     source_order: Vec<u32>,
     by_hash: HashMap<BoneHash, BoneIndex>,
     content_hash: ContentHash,
@@ -161,12 +164,17 @@ impl RawRig {
             let r = &rest_pose[i];
             h.vec3(r.translation).quat(r.rotation).vec3(r.scale);
         }
+        let rest_blocks = rest_pose
+            .chunks(LANES)
+            .map(SoaTransform::from_transforms)
+            .collect();
         Ok(Rig {
             name: self.name.clone(),
             names,
             hashes,
             parents,
             rest_pose,
+            rest_blocks,
             source_order: new_index,
             by_hash,
             content_hash: h.finish(),
@@ -204,6 +212,12 @@ impl Rig {
     /// The rest pose, parent-first order.
     pub fn rest_pose(&self) -> &[Transform] {
         &self.rest_pose
+    }
+
+    /// Block `b` of the rest pose: bones `8b .. 8b + 8` in structure of arrays.
+    #[inline(always)]
+    pub(crate) fn rest_block(&self, b: usize) -> Option<&SoaTransform> {
+        self.rest_blocks.get(b)
     }
     /// The root bone (the first bone; bake puts a root first).
     pub fn root(&self) -> BoneIndex {

@@ -17,6 +17,10 @@ use super::{DeformError, FixedWeights, Kernel, RbfWeights};
 /// pruning is asked for, interpolate mode keeps solved coefficients instead of `W`.
 pub const DEFAULT_DENSE_BUDGET_BYTES: usize = 512 << 20;
 
+/// Default for [`BakeOptions::max_size_ratio`]: 25, so that inches, centimetres and
+/// millimetres against metres (factors 39, 100, 1000) are caught.
+pub const DEFAULT_MAX_SIZE_RATIO: f32 = 25.0;
+
 /// High vertices per parallel work item of the bake.
 const BAKE_BLOCK: usize = 256;
 
@@ -56,6 +60,12 @@ pub struct BakeOptions {
     /// keeps coefficients ([`Representation::Coefficients`]) above it; normalized mode with a
     /// global kernel and no pruning is refused above it ([`DeformError::TooLarge`]).
     pub dense_budget_bytes: usize,
+    /// Largest ratio between the sizes (largest bounding-box extents) of the cage and the
+    /// high-poly mesh, either way round; above it the bake is refused
+    /// ([`DeformError::ScaleMismatch`]) as the two are most likely in different units. A cage
+    /// drives the mesh it surrounds, so their sizes are close; raise it (`f32::INFINITY`
+    /// turns the check off) for a mesh that really is that much smaller than its cage.
+    pub max_size_ratio: f32,
 }
 
 impl BakeOptions {
@@ -69,6 +79,7 @@ impl BakeOptions {
             top_k: None,
             renormalize: true,
             dense_budget_bytes: DEFAULT_DENSE_BUDGET_BYTES,
+            max_size_ratio: DEFAULT_MAX_SIZE_RATIO,
         }
     }
 
@@ -137,6 +148,10 @@ pub struct BakeReport {
     pub pivot_ratio: f64,
     /// `"dense partial-pivot LU"`, `"sparse LU"` or `"none"`.
     pub solver: &'static str,
+    /// The largest `Σ_j |w_ij|` over the rows of the stored table (its ∞-norm): how far a
+    /// vertex moves, at most, per unit of control displacement. 1 for unpruned normalized
+    /// weights; NaN for coefficients.
+    pub max_gain: f64,
 }
 
 /// Solved interpolation system, for per-frame evaluation from coefficients.
@@ -235,6 +250,8 @@ pub struct RbfBinding {
     repr: Repr,
     report: BakeReport,
     options: BakeOptions,
+    /// The largest coordinate magnitude of `high_rest`, for the deformer's overflow bound.
+    high_rest_extent: f32,
     /// The fixed-width copy of the weight table, built on first use (see
     /// [`fixed_weights`](RbfBinding::fixed_weights)); `None` inside when the table does not fit.
     fixed: OnceLock<Option<FixedWeights>>,
@@ -279,8 +296,10 @@ impl RbfBinding {
             system_nnz: 0,
             pivot_ratio: f64::NAN,
             solver: "none",
+            max_gain: max_gain(&weights),
         };
         Ok(Self {
+            high_rest_extent: max_abs(&high_rest),
             low_rest,
             high_rest,
             repr: Repr::Weights(weights),
@@ -326,6 +345,11 @@ impl RbfBinding {
         &self.options
     }
 
+    /// The largest coordinate magnitude of the high-poly rest positions.
+    pub(crate) fn high_rest_extent(&self) -> f32 {
+        self.high_rest_extent
+    }
+
     /// The weight table in the fixed-width blocked layout ([`FixedWeights`]), which
     /// [`RbfDeformer`](super::RbfDeformer) uses by default: built once, on the first call (by
     /// the first deformer created), and shared by every deformer of this binding. `None` when
@@ -340,6 +364,45 @@ impl RbfBinding {
             })
             .as_ref()
     }
+}
+
+/// The ∞-norm of `w`: the largest `Σ_j |w_ij|` over its rows, in f64.
+fn max_gain(w: &RbfWeights) -> f64 {
+    (0..w.n_rows())
+        .map(|i| w.row(i).map(|(_, x)| f64::from(x.abs())).sum::<f64>())
+        .fold(0.0, f64::max)
+}
+
+/// The largest coordinate magnitude of `p` (0 for no points).
+fn max_abs(p: &[Vec3]) -> f32 {
+    p.iter().fold(0.0f32, |m, v| m.max(v.abs().max_element()))
+}
+
+/// Refuses a cage and a mesh whose sizes (largest bounding-box extents) differ by more than
+/// `limit`, either way round; a point cloud of size 0 (one control, one vertex) has no size to
+/// compare.
+fn check_scale(low: &[Vec3], high: &[Vec3], limit: f32) -> Result<(), DeformError> {
+    let (cage_lo, cage_hi) = bounds(&to_f64(low));
+    let (mesh_lo, mesh_hi) = bounds(&to_f64(high));
+    let size = |lo: &[f64; 3], hi: &[f64; 3]| (0..3).map(|d| hi[d] - lo[d]).fold(0.0, f64::max);
+    let (cage, mesh) = (size(&cage_lo, &cage_hi), size(&mesh_lo, &mesh_hi));
+    if cage == 0.0 || mesh == 0.0 {
+        return Ok(());
+    }
+    let ratio = (cage / mesh).max(mesh / cage);
+    if ratio > f64::from(limit) {
+        // The corners are input coordinates, exact in f32.
+        let f = |p: [f64; 3]| p.map(|x| x as f32);
+        return Err(DeformError::ScaleMismatch {
+            cage_min: f(cage_lo),
+            cage_max: f(cage_hi),
+            mesh_min: f(mesh_lo),
+            mesh_max: f(mesh_hi),
+            ratio: ratio as f32,
+            limit,
+        });
+    }
+    Ok(())
 }
 
 fn check_points(what: &'static str, p: &[Vec3]) -> Result<(), DeformError> {
@@ -358,16 +421,22 @@ fn to_f64(p: &[Vec3]) -> Vec<[f64; 3]> {
         .collect()
 }
 
-/// scipy's `_shift`/`_scale`: centre and half-extent of the controls per axis (extent 0 → 1).
-fn shift_scale(ctrl: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
+/// The per-axis minimum and maximum of `p` (infinities for no points).
+fn bounds(p: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
     let mut lo = [f64::INFINITY; 3];
     let mut hi = [f64::NEG_INFINITY; 3];
-    for p in ctrl {
+    for p in p {
         for d in 0..3 {
             lo[d] = lo[d].min(p[d]);
             hi[d] = hi[d].max(p[d]);
         }
     }
+    (lo, hi)
+}
+
+/// scipy's `_shift`/`_scale`: centre and half-extent of the controls per axis (extent 0 → 1).
+fn shift_scale(ctrl: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
+    let (lo, hi) = bounds(ctrl);
     let mut shift = [0.0; 3];
     let mut scale = [1.0; 3];
     for d in 0..3 {
@@ -400,6 +469,14 @@ fn validate(low: &[Vec3], high: &[Vec3], o: &BakeOptions) -> Result<(), DeformEr
             reason: format!("threshold must be finite and >= 0, got {}", o.threshold),
         });
     }
+    if o.max_size_ratio.is_nan() || o.max_size_ratio < 1.0 {
+        return Err(DeformError::InvalidOption {
+            reason: format!(
+                "max_size_ratio must be at least 1 (infinity turns the check off), got {}",
+                o.max_size_ratio
+            ),
+        });
+    }
     if o.top_k == Some(0) {
         return Err(DeformError::InvalidOption {
             reason: "top_k must be at least 1".into(),
@@ -420,7 +497,7 @@ fn validate(low: &[Vec3], high: &[Vec3], o: &BakeOptions) -> Result<(), DeformEr
             ),
         });
     }
-    Ok(())
+    check_scale(low, high, o.max_size_ratio)
 }
 
 /// Finds two controls at exactly the same position (−0 and +0 compare equal).
@@ -501,14 +578,15 @@ pub fn bake(
             }
         }
     };
-    let (nnz, dropped, frac, representation) = match &repr {
+    let (nnz, dropped, frac, representation, gain) = match &repr {
         Repr::Weights(w) => (
             w.nnz(),
             w.dropped_mass(),
             w.max_row_dropped_fraction(),
             Representation::Weights,
+            max_gain(w),
         ),
-        Repr::Coefficients(_) => (0, 0.0, 0.0, Representation::Coefficients),
+        Repr::Coefficients(_) => (0, 0.0, 0.0, Representation::Coefficients, f64::NAN),
     };
     let report = BakeReport {
         representation,
@@ -521,8 +599,10 @@ pub fn bake(
         system_nnz,
         pivot_ratio,
         solver,
+        max_gain: gain,
     };
     Ok(RbfBinding {
+        high_rest_extent: max_abs(high_rest),
         low_rest: low_rest.to_vec(),
         high_rest: high_rest.to_vec(),
         repr,
@@ -659,6 +739,58 @@ fn bake_normalized(
     assemble(ctrl.len(), blocks?)
 }
 
+/// Smallest thickness of the controls, as a fraction of their largest half-extent, for the
+/// degree-1 polynomial block to count as full rank (Gram eigenvalue ratio 1e-12).
+const MIN_RELATIVE_THICKNESS: f64 = 1e-6;
+
+/// The polynomial block must have full column rank (scipy: "data is not compatible with the
+/// requested degree"): the controls must not be coplanar or collinear. The test runs on
+/// coordinates scaled by the controls' largest half-extent, the same for every axis: the
+/// per-axis scaling of the solve (scipy's) would stretch an axis along which the controls
+/// span 1e-45 to the width of the others, pass the test, and let the polynomial multiply a
+/// high vertex's offset along that axis by the inverse of that span (to infinity in f32).
+fn check_polynomial_rank(ctrl: &[[f64; 3]], shift: &[f64; 3]) -> Result<(), DeformError> {
+    let (lo_c, hi_c) = bounds(ctrl);
+    let size = (0..3)
+        .map(|d| (hi_c[d] - lo_c[d]) / 2.0)
+        .fold(0.0f64, f64::max);
+    // All controls at one point are refused as duplicates before this; 1 keeps the test defined.
+    let iso = [if size > 0.0 { size } else { 1.0 }; 3];
+    let gram = Mat::<f64>::from_fn(N_POLY, N_POLY, |a, b| {
+        ctrl.iter()
+            .map(|y| {
+                let p = monomials(y, shift, &iso);
+                p[a] * p[b]
+            })
+            .sum()
+    });
+    let eig = gram
+        .self_adjoint_eigenvalues(Side::Lower)
+        .map_err(|e| DeformError::Singular {
+            reason: format!("eigenvalues of the polynomial Gram matrix failed: {e:?}"),
+        })?;
+    let (lo, hi) = eig.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &l| {
+        (lo.min(l), hi.max(l.abs()))
+    });
+    let min_ratio = MIN_RELATIVE_THICKNESS * MIN_RELATIVE_THICKNESS;
+    if lo.is_nan() || lo <= min_ratio * hi {
+        // The controls came from f32 coordinates: print them as such.
+        let (lo_c, hi_c) = (lo_c.map(|x| x as f32), hi_c.map(|x| x as f32));
+        return Err(DeformError::Singular {
+            reason: format!(
+                "the controls are coplanar or collinear: their thinnest direction spans about \
+                 {:e} of their widest (at least {MIN_RELATIVE_THICKNESS:e} needed; bounding box \
+                 {lo_c:?} to {hi_c:?}), so the degree-1 polynomial term is undetermined across \
+                 them and would scale a vertex's offset from their plane without bound (Gram \
+                 eigenvalues min {lo:e}, max {hi:e}); add controls off the plane or use \
+                 normalized mode",
+                (lo.max(0.0) / hi).sqrt()
+            ),
+        });
+    }
+    Ok(())
+}
+
 struct Solved {
     model: CoefficientModel,
     size: usize,
@@ -675,27 +807,8 @@ fn solve_interpolation(ctrl: &[[f64; 3]], o: &BakeOptions) -> Result<Solved, Def
         });
     }
     let (shift, scale) = shift_scale(ctrl);
+    check_polynomial_rank(ctrl, &shift)?;
     let poly: Vec<[f64; N_POLY]> = ctrl.iter().map(|y| monomials(y, &shift, &scale)).collect();
-    // The polynomial block must have full column rank (scipy: "data is not compatible with the
-    // requested degree"), i.e. the controls must not be coplanar.
-    let gram = Mat::<f64>::from_fn(N_POLY, N_POLY, |a, b| {
-        poly.iter().map(|p| p[a] * p[b]).sum()
-    });
-    let eig = gram
-        .self_adjoint_eigenvalues(Side::Lower)
-        .map_err(|e| DeformError::Singular {
-            reason: format!("eigenvalues of the polynomial Gram matrix failed: {e:?}"),
-        })?;
-    let (lo, hi) = eig.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &l| {
-        (lo.min(l), hi.max(l.abs()))
-    });
-    if lo.is_nan() || lo <= 1e-12 * hi {
-        return Err(DeformError::Singular {
-            reason: format!(
-                "the controls are coplanar or collinear, the degree-1 polynomial block is rank deficient (Gram eigenvalues min {lo:e}, max {hi:e})"
-            ),
-        });
-    }
     let eps = o.epsilon;
     let size = n + N_POLY;
     let mut x = Mat::<f64>::zeros(size, n);
@@ -834,7 +947,7 @@ fn weights_from_model(
     o: &BakeOptions,
 ) -> Result<RbfWeights, DeformError> {
     let n = model.n_ctrl();
-    let blocks: Vec<Block> = high
+    let blocks: Result<Vec<Block>, DeformError> = high
         .par_chunks(BAKE_BLOCK)
         .enumerate()
         .map(|(b, chunk)| {
@@ -869,12 +982,22 @@ fn weights_from_model(
                 for (m, p) in monomials(x, &model.shift, &model.scale).iter().enumerate() {
                     axpy(&mut w, *p, n + m);
                 }
+                if let Some(j) = w
+                    .iter()
+                    .position(|x| !x.is_finite() || x.abs() > f64::from(f32::MAX))
+                {
+                    return Err(DeformError::IllConditioned {
+                        vertex: v,
+                        control: j,
+                        weight: w[j],
+                    });
+                }
                 row.clear();
                 row.extend(w.iter().enumerate().map(|(j, &v)| (j as u32, v)));
                 push_row(&mut row, o, &mut block);
             }
-            block
+            Ok(block)
         })
         .collect();
-    assemble(n, blocks)
+    assemble(n, blocks?)
 }

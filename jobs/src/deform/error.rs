@@ -63,6 +63,38 @@ pub enum DeformError {
         /// The length it indexes.
         len: usize,
     },
+    /// The cage (controls) and the high-poly mesh differ in size by more than
+    /// [`BakeOptions::max_size_ratio`](super::BakeOptions::max_size_ratio): most likely
+    /// different units (metres and centimetres).
+    ScaleMismatch {
+        /// The controls' bounding box, minimum corner.
+        cage_min: [f32; 3],
+        /// The controls' bounding box, maximum corner.
+        cage_max: [f32; 3],
+        /// The high-poly vertices' bounding box, minimum corner.
+        mesh_min: [f32; 3],
+        /// The high-poly vertices' bounding box, maximum corner.
+        mesh_max: [f32; 3],
+        /// The larger box's largest extent over the smaller's.
+        ratio: f32,
+        /// The ratio allowed.
+        limit: f32,
+    },
+    /// A baked weight does not fit an `f32`: the interpolation system is too ill-conditioned
+    /// for these positions.
+    IllConditioned {
+        /// The high vertex.
+        vertex: usize,
+        /// The control.
+        control: usize,
+        /// The weight, as solved in f64.
+        weight: f64,
+    },
+    /// A deformation whose result would overflow `f32`.
+    Overflow {
+        /// Why, with the numbers.
+        reason: String,
+    },
     /// A size over a limit (e.g. more than `u32::MAX` stored weights).
     TooLarge {
         /// What is too large.
@@ -106,6 +138,32 @@ impl fmt::Display for DeformError {
             Self::IndexOutOfRange { what, index, len } => {
                 write!(f, "rbf: {what}: index {index} out of range (len {len})")
             }
+            Self::ScaleMismatch {
+                cage_min,
+                cage_max,
+                mesh_min,
+                mesh_max,
+                ratio,
+                limit,
+            } => write!(
+                f,
+                "rbf: the cage (controls, bounding box {cage_min:?} to {cage_max:?}) and the \
+                 high-poly mesh (bounding box {mesh_min:?} to {mesh_max:?}) differ in size by a \
+                 factor of {ratio} (more than {limit}): different units, such as metres and \
+                 centimetres? Scale one of them, or raise BakeOptions::max_size_ratio"
+            ),
+            Self::IllConditioned {
+                vertex,
+                control,
+                weight,
+            } => write!(
+                f,
+                "rbf: the weight of high vertex {vertex} on control {control} is {weight:e}, \
+                 beyond f32: the interpolation system is too ill-conditioned for these positions \
+                 (controls too close together for this kernel and epsilon, or the vertex far \
+                 outside the cage)"
+            ),
+            Self::Overflow { reason } => write!(f, "rbf: the result overflows f32: {reason}"),
             Self::TooLarge { what, size, limit } => {
                 write!(f, "rbf: {what} is too large ({size} > {limit})")
             }

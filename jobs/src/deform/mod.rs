@@ -16,6 +16,9 @@
 //!      [`DEFAULT_DENSE_BUDGET_BYTES`], 512 MiB) and no pruning was asked for, the bake keeps the
 //!      solved system instead ([`Representation::Coefficients`]) and the deformer evaluates the
 //!      interpolant every frame from coefficients.
+//!    - The bake refuses a cage and mesh of different sizes (units:
+//!      [`BakeOptions::max_size_ratio`]), controls too thin to fit a degree-1 polynomial
+//!      across, and weights beyond `f32` ([`DeformError`] names what and where).
 //! 2. **Deform** ([`RbfDeformer`]) every frame: `deformed = rest + W · (low_now − low_rest)`,
 //!    parallel over high vertices on rayon with `wide::f32x4` accumulation, from the fixed-width
 //!    blocked copy of `W` ([`FixedWeights`]: 8 vertices per block, `u16` indices, zero-padded
@@ -51,8 +54,8 @@ mod runtime;
 mod weights;
 
 pub use bake::{
-    BakeOptions, BakeReport, CoefficientModel, DEFAULT_DENSE_BUDGET_BYTES, RbfBinding, RbfMode,
-    Representation, bake,
+    BakeOptions, BakeReport, CoefficientModel, DEFAULT_DENSE_BUDGET_BYTES, DEFAULT_MAX_SIZE_RATIO,
+    RbfBinding, RbfMode, Representation, bake,
 };
 pub use error::DeformError;
 pub use fixed::{FixedWeights, LANES, MAX_FIXED_K};

@@ -130,7 +130,12 @@ impl RbfDeformer {
     ///
     /// # Errors
     /// [`DeformError::LengthMismatch`] when `low_now` does not have `n_ctrl` or `out` `n_high`
-    /// entries, [`DeformError::NotFinite`] for a NaN/infinite control position.
+    /// entries, [`DeformError::NotFinite`] for a NaN/infinite control position,
+    /// [`DeformError::Overflow`] when a deformed position would not fit an `f32`: from a weight
+    /// table, checked before anything is written (from the table's
+    /// [`max_gain`](super::BakeReport::max_gain) and the largest control displacement); from
+    /// coefficients, found as the positions are written (`out` then holds this call's partial
+    /// result).
     pub fn deform(&mut self, low_now: &[Vec3], out: &mut [Vec3]) -> Result<(), DeformError> {
         self.deform_range(low_now, out, 0..self.n_high())
     }
@@ -190,9 +195,25 @@ impl RbfDeformer {
             });
         }
         let binding = &*self.binding;
+        let mut max_delta = 0.0f32;
         for ((d, now), rest) in self.delta.iter_mut().zip(low_now).zip(binding.low_rest()) {
             let v = *now - *rest;
+            max_delta = max_delta.max(v.abs().max_element());
             *d = [v.x, v.y, v.z, 0.0];
+        }
+        // |out_i| <= |rest_i| + Σ_j |w_ij| |Δ_j|: the f32 sum of a row of at most n_ctrl
+        // products stays within n_ctrl·ε of that, and a sum within f32::MAX does not round to
+        // infinity. So a table's deformation that would overflow is refused before it writes.
+        let gain = binding.report().max_gain;
+        let slack = 1.0 + n_ctrl as f64 * f64::from(f32::EPSILON);
+        let bound = f64::from(binding.high_rest_extent()) + gain * f64::from(max_delta) * slack;
+        if binding.weights().is_some() && (bound.is_nan() || bound > f64::from(f32::MAX)) {
+            return Err(DeformError::Overflow {
+                reason: format!(
+                    "controls moved by up to {max_delta:e} with weights summing to up to \
+                     {gain:e} per vertex can move a vertex {bound:e} from the origin"
+                ),
+            });
         }
         let fixed = match self.layout {
             WeightLayout::Auto => binding.fixed_weights(),
@@ -229,21 +250,34 @@ impl RbfDeformer {
                 *c = acc;
             });
             let coef = &self.coef;
-            target
+            // The interpolant has no precomputed bound: each result is checked as it is made.
+            let overflow = target
                 .par_chunks_mut(DEFORM_CHUNK)
                 .zip(rest.par_chunks(DEFORM_CHUNK))
                 .enumerate()
-                .for_each(|(c, (o, r))| {
+                .filter_map(|(c, (o, r))| {
+                    let mut first = None;
                     for (k, (o, r)) in o.iter_mut().zip(r).enumerate() {
+                        let vertex = base + c * DEFORM_CHUNK + k;
                         let x = [f64::from(r.x), f64::from(r.y), f64::from(r.z)];
-                        let d = model.eval(base + c * DEFORM_CHUNK + k, x, coef);
+                        let d = model.eval(vertex, x, coef);
                         *o = Vec3::new(
                             (x[0] + d[0]) as f32,
                             (x[1] + d[1]) as f32,
                             (x[2] + d[2]) as f32,
                         );
+                        if first.is_none() && !o.is_finite() {
+                            first = Some((vertex, [x[0] + d[0], x[1] + d[1], x[2] + d[2]]));
+                        }
                     }
+                    first
+                })
+                .min_by_key(|(vertex, _)| *vertex);
+            if let Some((vertex, p)) = overflow {
+                return Err(DeformError::Overflow {
+                    reason: format!("high vertex {vertex} deforms to {p:?}"),
                 });
+            }
         }
         if let Some((adj, normals)) = &mut self.normals {
             recompute_normals(adj, out, normals)?;

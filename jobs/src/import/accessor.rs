@@ -9,6 +9,7 @@
 //! floats.
 
 use super::ImportError;
+use super::quantization::{FloatUse, Storage, dequantize, normalize, refusal};
 use ::gltf::accessor::{Accessor, DataType, Dimensions};
 use std::borrow::Cow;
 
@@ -20,6 +21,10 @@ const MAX_IMPLICIT_COMPONENTS: usize = 1 << 24;
 pub(super) struct Reader<'a> {
     pub file: &'a str,
     pub buffers: &'a [Cow<'a, [u8]>],
+    /// The file declares `KHR_mesh_quantization`: mesh attributes may use its integer types.
+    pub mesh_quantization: bool,
+    /// The bytes of compressed buffer views (`EXT_meshopt_compression`), by view index.
+    pub decoded_views: hashbrown::HashMap<usize, Vec<u8>>,
 }
 
 /// Decoded accessor data: `count * dims` components, row by row.
@@ -93,17 +98,6 @@ fn decode(t: DataType, b: &[u8]) -> Option<f64> {
     })
 }
 
-/// The spec's normalisation of integer components to `[0, 1]` or `[-1, 1]`.
-fn normalize(t: DataType, c: f64) -> f64 {
-    match t {
-        DataType::I8 => (c / 127.0).max(-1.0),
-        DataType::U8 => c / 255.0,
-        DataType::I16 => (c / 32767.0).max(-1.0),
-        DataType::U16 => c / 65535.0,
-        DataType::U32 | DataType::F32 => c,
-    }
-}
-
 impl Reader<'_> {
     fn err(&self, acc: &Accessor<'_>, used_as: &str, reason: String) -> ImportError {
         ImportError::Accessor {
@@ -116,6 +110,9 @@ impl Reader<'_> {
 
     /// The bytes of a buffer view, checked against its buffer.
     fn view_bytes(&self, view: &::gltf::buffer::View<'_>) -> Result<&[u8], String> {
+        if let Some(bytes) = self.decoded_views.get(&view.index()) {
+            return Ok(bytes);
+        }
         let buffer = view.buffer().index();
         let data = self
             .buffers
@@ -277,7 +274,8 @@ impl Reader<'_> {
     ) -> Result<Components<f32>, ImportError> {
         let dims = self.check_dims(acc, used_as, allowed)?;
         let t = acc.data_type();
-        let ok = t == DataType::F32 || (normalized_ok && acc.normalized() && t != DataType::U32);
+        let ok = (t == DataType::F32 && !acc.normalized())
+            || (normalized_ok && acc.normalized() && !matches!(t, DataType::U32 | DataType::F32));
         if !ok {
             let want = if normalized_ok {
                 "FLOAT or a normalized integer type"
@@ -297,6 +295,39 @@ impl Reader<'_> {
         let mut values = Vec::with_capacity(raw.len());
         for (i, c) in raw.into_iter().enumerate() {
             let v = normalize(t, c) as f32;
+            if !v.is_finite() {
+                return Err(self.err(
+                    acc,
+                    used_as,
+                    format!("element {} holds NaN or an infinite value", i / dims),
+                ));
+            }
+            values.push(v);
+        }
+        Ok(Components { dims, values })
+    }
+
+    /// Reads float data used as `u`: its accessor type, and a storage the use allows (core
+    /// glTF, or `KHR_mesh_quantization` when the file declares it), dequantized by
+    /// [`dequantize`]. NaN and infinite values are errors.
+    pub(crate) fn float_attribute(
+        &self,
+        acc: &Accessor<'_>,
+        used_as: &str,
+        u: FloatUse,
+    ) -> Result<Components<f32>, ImportError> {
+        let dims = self.check_dims(acc, used_as, &[u.dimensions()])?;
+        let storage = Storage {
+            ty: acc.data_type(),
+            normalized: acc.normalized(),
+        };
+        if !u.allowed(self.mesh_quantization).contains(&storage) {
+            return Err(self.err(acc, used_as, refusal(u, storage, self.mesh_quantization)));
+        }
+        let raw = self.raw(acc, dims).map_err(|e| self.err(acc, used_as, e))?;
+        let mut values = Vec::with_capacity(raw.len());
+        for (i, c) in raw.into_iter().enumerate() {
+            let v = dequantize(storage, c);
             if !v.is_finite() {
                 return Err(self.err(
                     acc,
@@ -345,16 +376,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn normalisation_follows_the_spec() {
-        assert_eq!(normalize(DataType::I8, -128.0), -1.0);
-        assert_eq!(normalize(DataType::I8, 127.0), 1.0);
-        assert_eq!(normalize(DataType::U8, 255.0), 1.0);
-        assert_eq!(normalize(DataType::I16, -32768.0), -1.0);
-        assert_eq!(normalize(DataType::U16, 65535.0), 1.0);
-        assert!((normalize(DataType::U16, 32768.0) - 32768.0 / 65535.0).abs() < 1e-12);
-    }
-
-    #[test]
     fn decode_reads_little_endian_and_refuses_short_input() {
         assert_eq!(decode(DataType::I16, &[0xfe, 0xff]), Some(-2.0));
         assert_eq!(decode(DataType::U32, &[1, 0, 0, 1]), Some(16_777_217.0));
@@ -397,5 +418,168 @@ mod tests {
         assert_eq!(c.get::<2>(1), Some([3, 4]));
         assert_eq!(c.get::<2>(2), None);
         assert_eq!(c.get::<3>(0), None);
+    }
+}
+
+/// The reader on the derived test files of `fixtures/assets/gltf/`.
+#[cfg(test)]
+mod file_tests {
+    use super::super::{extensions, source};
+    use super::*;
+    use crate::import::quantization::FloatUse;
+    use ::gltf::Semantic::{Positions, TexCoords};
+
+    /// Reads the first primitive's attribute `semantic` (or with `target`, that morph
+    /// target's POSITION) of fixture `name` as `u`.
+    fn read(
+        name: &str,
+        semantic: ::gltf::Semantic,
+        target: Option<usize>,
+        u: FloatUse,
+    ) -> Vec<f32> {
+        read_with_node(name, semantic, target, u).0
+    }
+
+    /// A node's translation, rotation and scale.
+    type Trs = ([f32; 3], [f32; 4], [f32; 3]);
+
+    /// As [`read`], with the TRS of the file's node 0.
+    fn read_with_node(
+        name: &str,
+        semantic: ::gltf::Semantic,
+        target: Option<usize>,
+        u: FloatUse,
+    ) -> (Vec<f32>, Trs) {
+        let path = sinew_fixtures::asset_path(format!("gltf/{name}")).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let c = source::split(&bytes, name).unwrap();
+        let mut root: ::gltf::json::Root = ::gltf::json::deserialize::from_slice(c.json).unwrap();
+        let ext = extensions::accept(&mut root, name).unwrap();
+        let doc = ::gltf::Document::from_json(root).unwrap();
+        let buffers = source::load_buffers(&doc, c.bin, path.parent(), name).unwrap();
+        let reader = Reader {
+            file: name,
+            buffers: &buffers,
+            mesh_quantization: ext.mesh_quantization,
+            decoded_views: Default::default(),
+        };
+        let prim = doc.meshes().next().unwrap().primitives().next().unwrap();
+        let acc = match target {
+            None => prim.get(&semantic).unwrap(),
+            Some(k) => prim.morph_targets().nth(k).unwrap().positions().unwrap(),
+        };
+        let node = doc.nodes().next().unwrap().transform().decomposed();
+        (
+            reader.float_attribute(&acc, "test", u).unwrap().values,
+            node,
+        )
+    }
+
+    /// gltfpack's quantized copy of RiggedSimple.sparse.gltf stores positions as
+    /// UNSIGNED_SHORT and the morph deltas as SHORT on the same grid (the extension's rule:
+    /// deltas use the positions' transform), with the grid's scale and offset on the mesh
+    /// node. Dequantized by that transform, each vertex and its delta are the original's
+    /// within a grid step.
+    #[test]
+    fn quantized_morph_deltas_share_the_positions_grid() {
+        let original = read(
+            "RiggedSimple.sparse.gltf",
+            Positions,
+            None,
+            FloatUse::Position,
+        );
+        let deltas = read(
+            "RiggedSimple.sparse.gltf",
+            Positions,
+            Some(0),
+            FloatUse::MorphPosition,
+        );
+        let (q, (t, _, scale)) = read_with_node(
+            "RiggedSimple.morph.gltfpack.glb",
+            Positions,
+            None,
+            FloatUse::Position,
+        );
+        let dq = read(
+            "RiggedSimple.morph.gltfpack.glb",
+            Positions,
+            Some(0),
+            FloatUse::MorphPosition,
+        );
+        let s = scale[0];
+        assert!(scale.iter().all(|&x| x == s), "uniform grid");
+        let step = s * 3f32.sqrt();
+        let mut moved = 0;
+        for (p, d) in q.chunks_exact(3).zip(dq.chunks_exact(3)) {
+            let x: Vec<f32> = (0..3).map(|k| s * p[k] + t[k]).collect();
+            let nearest = (0..original.len() / 3)
+                .min_by(|&a, &b| {
+                    let da: f32 = (0..3).map(|k| (original[3 * a + k] - x[k]).powi(2)).sum();
+                    let db: f32 = (0..3).map(|k| (original[3 * b + k] - x[k]).powi(2)).sum();
+                    da.total_cmp(&db)
+                })
+                .unwrap();
+            let e: f32 = (0..3)
+                .map(|k| (original[3 * nearest + k] - x[k]).powi(2))
+                .sum::<f32>()
+                .sqrt();
+            assert!(e <= step, "position {e} > {step}");
+            let e: f32 = (0..3)
+                .map(|k| (deltas[3 * nearest + k] - s * d[k]).powi(2))
+                .sum::<f32>()
+                .sqrt();
+            assert!(e <= step, "delta {e} > {step}");
+            moved += usize::from(d.iter().any(|&c| c != 0.0));
+        }
+        assert!(moved >= 64, "{moved}");
+    }
+
+    /// The sparse morph target of RiggedSimple.sparse.gltf (64 of 160 vertices substituted
+    /// into implicit zeros) is the rule that made it, applied to the original file's
+    /// positions: `(x/4, y/4, 1/2)` for vertices above z = 3.5, zero elsewhere (exact: a
+    /// quarter of an f32 is an f32).
+    #[test]
+    fn a_sparse_morph_target_reads_as_the_rule_that_made_it() {
+        let positions = read("RiggedSimple.glb", Positions, None, FloatUse::Position);
+        let deltas = read(
+            "RiggedSimple.sparse.gltf",
+            Positions,
+            Some(0),
+            FloatUse::MorphPosition,
+        );
+        assert_eq!(deltas.len(), positions.len());
+        let mut moved = 0;
+        for (p, d) in positions.chunks_exact(3).zip(deltas.chunks_exact(3)) {
+            if p[2] > 3.5 {
+                assert_eq!(d, [0.25 * p[0], 0.25 * p[1], 0.5]);
+                moved += 1;
+            } else {
+                assert_eq!(d, [0.0; 3]);
+            }
+        }
+        assert_eq!(moved, 64);
+    }
+
+    /// gltf-transform's 12-bit texture coordinates (normalized UNSIGNED_SHORT) are the
+    /// original floats within a 12-bit step (it rounds to 12 bits and shifts into 16, so
+    /// values decode as `16·k / 65535`: half a step plus up to 16/65535 − 1/4095 of drift).
+    #[test]
+    fn quantized_texture_coordinates_are_the_original_within_a_step() {
+        let original = read("CesiumMan.glb", TexCoords(0), None, FloatUse::TexCoord);
+        let quantized = read(
+            "CesiumMan.quantized.glb",
+            TexCoords(0),
+            None,
+            FloatUse::TexCoord,
+        );
+        assert_eq!(original.len(), quantized.len());
+        let step = 1.0 / 4095.0;
+        let worst = original
+            .iter()
+            .zip(&quantized)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst <= step, "{worst}");
+        assert!(worst > 0.0);
     }
 }

@@ -22,12 +22,31 @@ pub enum ImportError {
         /// What is wrong.
         reason: String,
     },
+    /// The file requires (`extensionsRequired`) a glTF extension the importer does not
+    /// implement.
+    UnsupportedExtension {
+        /// The file.
+        file: String,
+        /// The extension's name.
+        extension: String,
+        /// Why, and how to write the file without it.
+        reason: String,
+    },
     /// A buffer is missing, too short, or has a URI that cannot be resolved.
     Buffer {
         /// The file.
         file: String,
         /// The buffer index.
         buffer: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A buffer view's data cannot be had (a compressed view that does not decode).
+    BufferView {
+        /// The file.
+        file: String,
+        /// The buffer view index.
+        view: usize,
         /// What is wrong.
         reason: String,
     },
@@ -108,11 +127,19 @@ impl fmt::Display for ImportError {
         match self {
             Self::Io { path, source } => write!(f, "{}: cannot read: {source}", path.display()),
             Self::Parse { file, reason } => write!(f, "{file}: not valid glTF 2.0: {reason}"),
+            Self::UnsupportedExtension {
+                file,
+                extension,
+                reason,
+            } => write!(f, "{file}: requires extension {extension}: {reason}"),
             Self::Buffer {
                 file,
                 buffer,
                 reason,
             } => write!(f, "{file}: buffer {buffer}: {reason}"),
+            Self::BufferView { file, view, reason } => {
+                write!(f, "{file}: buffer view {view}: {reason}")
+            }
             Self::Accessor {
                 file,
                 accessor,

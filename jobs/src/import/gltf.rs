@@ -3,7 +3,8 @@
 use super::ImportError;
 use super::accessor::Reader;
 use super::morph::{self, PrimitiveAt};
-use super::source;
+use super::quantization::FloatUse;
+use super::{extensions, source};
 use crate::asset::{
     AssetRegistry, BoneIndex, Clip, RawBone, RawBoneTracks, RawClip, RawCurve, RawRig,
     RawSkinnedMesh, RawTrack, RawVertexInfluences, Rig, SkinnedMesh, Transform,
@@ -86,6 +87,82 @@ pub struct GltfSkinnedPrimitive {
     pub skinned_mesh: Arc<SkinnedMesh>,
 }
 
+/// The animations of a file imported onto an existing rig (see [`import_gltf_clips`]).
+#[derive(Debug)]
+pub struct GltfClips {
+    /// One clip per glTF animation, in file order, bound to the rig. Bones the file does not
+    /// animate hold the rig's rest pose.
+    pub clips: Vec<Arc<Clip>>,
+    /// The file's node names (as [`GltfScene::node_names`] makes them) that name no bone of
+    /// the rig; channels that animate them are dropped, with a warning each.
+    pub nodes_without_bone: Vec<String>,
+    /// The rig's bones that no node of the file is named after, in rig order.
+    pub bones_without_node: Vec<String>,
+    /// Things imported with a change or skipped, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// Imports the animations of a `.glb` or `.gltf` file onto `rig`, matching each animated
+/// node to the bone of the same name: an animation library (one file per clip, or a file
+/// exported without the mesh) played on a character imported from another file. Node names
+/// are made unique as in [`GltfScene::node_names`] (unnamed nodes are `node_<index>`, so
+/// they match only between files with the same node order). Meshes and skins of the file
+/// are not read.
+///
+/// # Errors
+/// As [`import_gltf`]; a clip that does not bake for `rig` is [`ImportError::Bake`].
+pub fn import_gltf_clips(
+    path: &Path,
+    rig: &Rig,
+    registry: &AssetRegistry,
+) -> Result<GltfClips, ImportError> {
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let base = path.parent().unwrap_or_else(|| Path::new("."));
+    import_clips_guarded(
+        &bytes,
+        Some(base),
+        rig,
+        registry,
+        &path.display().to_string(),
+    )
+}
+
+/// [`import_gltf_clips`] from bytes (GLB or JSON), external buffers resolved relative to
+/// `base_dir`.
+///
+/// # Errors
+/// As [`import_gltf_clips`].
+pub fn import_gltf_clips_slice(
+    bytes: &[u8],
+    base_dir: Option<&Path>,
+    rig: &Rig,
+    registry: &AssetRegistry,
+) -> Result<GltfClips, ImportError> {
+    import_clips_guarded(bytes, base_dir, rig, registry, "<memory>")
+}
+
+/// As [`import_guarded`], for [`import_gltf_clips`].
+fn import_clips_guarded(
+    bytes: &[u8],
+    base_dir: Option<&Path>,
+    rig: &Rig,
+    registry: &AssetRegistry,
+    file: &str,
+) -> Result<GltfClips, ImportError> {
+    let staging = AssetRegistry::new();
+    let run = std::panic::AssertUnwindSafe(|| {
+        Importer::open(bytes, base_dir, file, |imp| imp.clips_for(rig, &staging))
+    });
+    let mut clips = catch_import_panic(std::panic::catch_unwind(run), file)?;
+    for c in &mut clips.clips {
+        *c = registry.adopt_clip(c.clone());
+    }
+    Ok(clips)
+}
+
 /// Imports a `.glb` or `.gltf` file; external buffers are resolved relative to its folder.
 /// Images are not loaded.
 ///
@@ -152,10 +229,10 @@ fn import_guarded(
     Ok(scene)
 }
 
-fn catch_import_panic(
-    result: std::thread::Result<Result<GltfScene, ImportError>>,
+fn catch_import_panic<T>(
+    result: std::thread::Result<Result<T, ImportError>>,
     file: &str,
-) -> Result<GltfScene, ImportError> {
+) -> Result<T, ImportError> {
     result.unwrap_or_else(|payload| {
         let reason = payload
             .downcast_ref::<&str>()
@@ -271,6 +348,44 @@ fn node_rest(node: &::gltf::Node<'_>) -> Result<Transform, String> {
 }
 
 impl<'a> Importer<'a> {
+    /// Parses the container and JSON, checks the extensions, loads the buffers and hands an
+    /// importer over the file to `f`.
+    fn open<R>(
+        bytes: &[u8],
+        base_dir: Option<&Path>,
+        file: &str,
+        f: impl FnOnce(&mut Importer<'_>) -> Result<R, ImportError>,
+    ) -> Result<R, ImportError> {
+        let container = source::split(bytes, file)?;
+        let parse = |reason: String| ImportError::Parse {
+            file: file.to_string(),
+            reason,
+        };
+        let mut root: ::gltf::json::Root = ::gltf::json::deserialize::from_slice(container.json)
+            .map_err(|e| parse(format!("JSON: {e}")))?;
+        let extensions = extensions::accept(&mut root, file)?;
+        precheck(&root, file)?;
+        let doc = ::gltf::Document::from_json(root).map_err(|e| parse(validation_message(&e)))?;
+        let buffers = source::load_buffers(&doc, container.bin, base_dir, file)?;
+        #[cfg(feature = "meshopt")]
+        let decoded_views = super::meshopt::decode_views(&doc, &buffers, file)?;
+        #[cfg(not(feature = "meshopt"))]
+        let decoded_views = HashMap::new();
+        let mut imp = Importer {
+            file,
+            doc: &doc,
+            reader: Reader {
+                file,
+                buffers: &buffers,
+                mesh_quantization: extensions.mesh_quantization,
+                decoded_views,
+            },
+            names: unique_node_names(&doc),
+            warnings: Vec::new(),
+        };
+        f(&mut imp)
+    }
+
     fn run(
         bytes: &[u8],
         base_dir: Option<&Path>,
@@ -278,32 +393,22 @@ impl<'a> Importer<'a> {
         file: &str,
         rig_name: &str,
     ) -> Result<GltfScene, ImportError> {
-        let container = source::split(bytes, file)?;
-        let parse = |reason: String| ImportError::Parse {
-            file: file.to_string(),
-            reason,
-        };
-        let root: ::gltf::json::Root = ::gltf::json::deserialize::from_slice(container.json)
-            .map_err(|e| parse(format!("JSON: {e}")))?;
-        precheck(&root, file)?;
-        let doc = ::gltf::Document::from_json(root).map_err(|e| parse(validation_message(&e)))?;
-        let buffers = source::load_buffers(&doc, container.bin, base_dir, file)?;
-        let mut imp = Importer {
-            file,
-            doc: &doc,
-            reader: Reader {
-                file,
-                buffers: &buffers,
-            },
-            names: unique_node_names(&doc),
-            warnings: Vec::new(),
-        };
-        let (rig, node_to_bone) = imp.rig(registry, rig_name)?;
-        let skins = imp.skins(&node_to_bone)?;
-        let (meshes, morphed_nodes) = imp.meshes(registry, &node_to_bone, &skins)?;
+        Self::open(bytes, base_dir, file, |imp| imp.scene(registry, rig_name))
+    }
+
+    /// The whole file: rig, skins, skinned meshes, clips.
+    fn scene(
+        &mut self,
+        registry: &AssetRegistry,
+        rig_name: &str,
+    ) -> Result<GltfScene, ImportError> {
+        let (file, doc) = (self.file, self.doc);
+        let (rig, node_to_bone) = self.rig(registry, rig_name)?;
+        let skins = self.skins(&node_to_bone)?;
+        let (meshes, morphed_nodes) = self.meshes(registry, &node_to_bone, &skins)?;
         let mut clips = Vec::new();
         for anim in doc.animations() {
-            let raw = imp.animation(&anim, &node_to_bone)?;
+            let raw = self.animation(&anim, &node_to_bone)?;
             let clip = raw.bake(&rig).map_err(|source| ImportError::Bake {
                 file: file.to_string(),
                 source,
@@ -317,8 +422,49 @@ impl<'a> Importer<'a> {
             meshes,
             morphed_nodes,
             clips,
-            node_names: imp.names,
-            warnings: imp.warnings,
+            node_names: self.names.clone(),
+            warnings: std::mem::take(&mut self.warnings),
+        })
+    }
+
+    /// The file's animations bound to `rig`, nodes matched to bones by name.
+    fn clips_for(&mut self, rig: &Rig, registry: &AssetRegistry) -> Result<GltfClips, ImportError> {
+        let node_to_bone: Vec<Option<BoneIndex>> =
+            self.names.iter().map(|n| rig.find_by_name(n)).collect();
+        let nodes_without_bone = self
+            .names
+            .iter()
+            .zip(&node_to_bone)
+            .filter(|(_, b)| b.is_none())
+            .map(|(n, _)| n.clone())
+            .collect();
+        let mut matched = vec![false; rig.bone_count()];
+        for b in node_to_bone.iter().flatten() {
+            if let Some(m) = matched.get_mut(b.get()) {
+                *m = true;
+            }
+        }
+        let bones_without_node = rig
+            .bone_names()
+            .iter()
+            .zip(&matched)
+            .filter(|(_, m)| !**m)
+            .map(|(n, _)| n.clone())
+            .collect();
+        let mut clips = Vec::new();
+        for anim in self.doc.animations() {
+            let raw = self.animation(&anim, &node_to_bone)?;
+            let clip = raw.bake(rig).map_err(|source| ImportError::Bake {
+                file: self.file.to_string(),
+                source,
+            })?;
+            clips.push(registry.clip(clip));
+        }
+        Ok(GltfClips {
+            clips,
+            nodes_without_bone,
+            bones_without_node,
+            warnings: std::mem::take(&mut self.warnings),
         })
     }
 
@@ -672,7 +818,7 @@ impl<'a> Importer<'a> {
             .ok_or_else(|| err("has no POSITION attribute".into()))?;
         let pos = self
             .reader
-            .floats(&pos_acc, &what("POSITION"), &[Dimensions::Vec3], false)?;
+            .float_attribute(&pos_acc, &what("POSITION"), FloatUse::Position)?;
         let nv = pos.count();
         let positions: Vec<Vec3> = (0..nv)
             .filter_map(|i| pos.get::<3>(i))
@@ -683,7 +829,7 @@ impl<'a> Importer<'a> {
             Some(acc) => {
                 let c = self
                     .reader
-                    .floats(&acc, &what("NORMAL"), &[Dimensions::Vec3], false)?;
+                    .float_attribute(&acc, &what("NORMAL"), FloatUse::Normal)?;
                 if c.count() != nv {
                     return Err(err(format!(
                         "NORMAL has {} elements, POSITION {nv}",
@@ -696,6 +842,23 @@ impl<'a> Importer<'a> {
                     .collect()
             }
         };
+        // Tangents and texture coordinates are not kept (no material is imported), but they
+        // are read, so that a file storing them in a type glTF does not allow is refused.
+        for (semantic, acc) in prim.attributes() {
+            let (name, u) = match semantic {
+                Semantic::Tangents => ("TANGENT".to_string(), FloatUse::Tangent),
+                Semantic::TexCoords(n) => (format!("TEXCOORD_{n}"), FloatUse::TexCoord),
+                _ => continue,
+            };
+            let c = self.reader.float_attribute(&acc, &what(&name), u)?;
+            if c.count() != nv {
+                return Err(err(format!(
+                    "{name} has {} elements, POSITION {nv}",
+                    c.count()
+                )));
+            }
+        }
+        self.read_morph_targets(mi, prim, nv, &what)?;
         let at = PrimitiveAt {
             file: self.file,
             mesh: mi,
@@ -757,11 +920,10 @@ impl<'a> Importer<'a> {
                 &[Dimensions::Vec4],
                 &[DataType::U8, DataType::U16],
             )?;
-            let wc = self.reader.floats(
+            let wc = self.reader.float_attribute(
                 &w,
                 &what(&format!("WEIGHTS_{set}")),
-                &[Dimensions::Vec4],
-                true,
+                FloatUse::Weights,
             )?;
             if jc.count() != nv || wc.count() != nv {
                 return Err(err(format!(
@@ -769,11 +931,6 @@ impl<'a> Importer<'a> {
                     jc.count(),
                     wc.count()
                 )));
-            }
-            if w.normalized()
-                && !matches!(w.data_type(), DataType::U8 | DataType::U16 | DataType::F32)
-            {
-                return Err(err(format!("WEIGHTS_{set} has a signed component type")));
             }
             for (v, inf) in influences.iter_mut().enumerate() {
                 let (Some(js), Some(ws)) = (jc.get::<4>(v), wc.get::<4>(v)) else {
@@ -848,6 +1005,43 @@ impl<'a> Importer<'a> {
             morph_weights,
             ..RawSkinnedMesh::default()
         }))
+    }
+
+    /// Reads every morph target accessor of primitive `prim` of mesh `mesh` (a type glTF or
+    /// `KHR_mesh_quantization` allows, one finite delta per vertex), so that a bad target is
+    /// an error even though the mesh is imported in its base shape.
+    fn read_morph_targets(
+        &self,
+        mesh: usize,
+        prim: &::gltf::Primitive<'_>,
+        nv: usize,
+        what: &dyn Fn(&str) -> String,
+    ) -> Result<(), ImportError> {
+        for (k, target) in prim.morph_targets().enumerate() {
+            let accessors = [
+                ("POSITION", target.positions(), FloatUse::MorphPosition),
+                ("NORMAL", target.normals(), FloatUse::MorphNormal),
+                ("TANGENT", target.tangents(), FloatUse::MorphTangent),
+            ];
+            for (name, acc, u) in accessors {
+                let Some(acc) = acc else { continue };
+                let c =
+                    self.reader
+                        .float_attribute(&acc, &what(&format!("target {k} {name}")), u)?;
+                if c.count() != nv {
+                    return Err(ImportError::Mesh {
+                        file: self.file.to_string(),
+                        mesh,
+                        primitive: prim.index(),
+                        reason: format!(
+                            "morph target {k} {name} has {} elements, POSITION {nv}",
+                            c.count()
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One glTF animation as a `RawClip`.
@@ -937,7 +1131,7 @@ impl<'a> Importer<'a> {
             && node_to_bone.get(node).copied().flatten().is_none()
         {
             self.warnings.push(format!(
-                "animation {ai} '{name}' channel {ci}: node '{node_name}' is not in the default scene: channel skipped"
+                "animation {ai} '{name}' channel {ci}: node '{node_name}' is no bone of the rig (outside the default scene, or no bone has its name): channel skipped"
             ));
             return Ok(None);
         }
@@ -1016,7 +1210,7 @@ impl<'a> Importer<'a> {
             Property::Rotation => {
                 let c = self
                     .reader
-                    .floats(&output, &what, &[Dimensions::Vec4], true)?;
+                    .float_attribute(&output, &what, FloatUse::RotationKeys)?;
                 check_count(c.count(), n * per_key).map_err(channel_err)?;
                 let v: Vec<Quat> = (0..c.count())
                     .filter_map(|i| c.get::<4>(i))
@@ -1032,7 +1226,7 @@ impl<'a> Importer<'a> {
             Property::MorphTargetWeights => {
                 let c = self
                     .reader
-                    .floats(&output, &what, &[Dimensions::Scalar], true)?;
+                    .float_attribute(&output, &what, FloatUse::MorphWeightKeys)?;
                 clip.morph_weight_curves(interp, &times, &c.values, node_name)
                     .map_err(channel_err)?;
             }

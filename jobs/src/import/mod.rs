@@ -9,6 +9,11 @@
 //! [`AssetRegistry`](crate::asset::AssetRegistry) so importing a file twice shares every `Arc`.
 //! Malformed input gives an [`ImportError`], never a panic.
 //!
+//! Files written by the asset pipelines' tools import as they are: `KHR_mesh_quantization`
+//! (integer attributes, dequantized by the spec's formulas), sparse accessors, and with the
+//! `meshopt` feature `EXT_meshopt_compression`. [`import_gltf_clips`] imports a file's
+//! animations onto a rig from another file, matching bones by name.
+//!
 //! ```
 //! use sinew_jobs::asset::AssetRegistry;
 //! use sinew_jobs::import::import_gltf_slice;
@@ -24,9 +29,16 @@
 
 mod accessor;
 mod error;
+mod extensions;
 mod gltf;
+#[cfg(feature = "meshopt")]
+mod meshopt;
 mod morph;
+mod quantization;
 mod source;
 
 pub use self::error::ImportError;
-pub use self::gltf::{GltfScene, GltfSkin, GltfSkinnedPrimitive, import_gltf, import_gltf_slice};
+pub use self::gltf::{
+    GltfClips, GltfScene, GltfSkin, GltfSkinnedPrimitive, import_gltf, import_gltf_clips,
+    import_gltf_clips_slice, import_gltf_slice,
+};

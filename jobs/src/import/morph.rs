@@ -2,8 +2,8 @@
 
 use super::ImportError;
 use super::accessor::Reader;
+use super::quantization::FloatUse;
 use crate::asset::{RawMorphTarget, max_morph_targets};
-use ::gltf::accessor::Dimensions;
 use glam::Vec3;
 
 /// Where a primitive's morph targets are read from, for messages.
@@ -55,33 +55,36 @@ pub(super) fn read_targets(
     let mut targets = Vec::with_capacity(count);
     let mut tangents_dropped = false;
     for (k, target) in prim.morph_targets().enumerate() {
-        let read =
-            |acc: Option<::gltf::Accessor<'_>>, what: &str| -> Result<Vec<Vec3>, ImportError> {
-                let Some(acc) = acc else {
-                    return Ok(Vec::new());
-                };
-                let used_as = format!(
-                    "mesh {} primitive {} target {k} {what}",
-                    at.mesh, at.primitive
-                );
-                let c = reader.floats(&acc, &used_as, &[Dimensions::Vec3], false)?;
-                if c.count() != vertices {
-                    return Err(at.err(format!(
-                        "morph target {k}: {what} has {} elements, POSITION {vertices}",
-                        c.count()
-                    )));
-                }
-                Ok((0..vertices)
-                    .filter_map(|i| c.get::<3>(i))
-                    .map(Vec3::from_array)
-                    .collect())
+        let read = |acc: Option<::gltf::Accessor<'_>>,
+                    what: &str,
+                    u: FloatUse|
+         -> Result<Vec<Vec3>, ImportError> {
+            let Some(acc) = acc else {
+                return Ok(Vec::new());
             };
+            let used_as = format!(
+                "mesh {} primitive {} target {k} {what}",
+                at.mesh, at.primitive
+            );
+            // Core FLOAT, or the types KHR_mesh_quantization allows, dequantized.
+            let c = reader.float_attribute(&acc, &used_as, u)?;
+            if c.count() != vertices {
+                return Err(at.err(format!(
+                    "morph target {k}: {what} has {} elements, POSITION {vertices}",
+                    c.count()
+                )));
+            }
+            Ok((0..vertices)
+                .filter_map(|i| c.get::<3>(i))
+                .map(Vec3::from_array)
+                .collect())
+        };
         let positions = match target.positions() {
-            Some(acc) => read(Some(acc), "POSITION")?,
+            Some(acc) => read(Some(acc), "POSITION", FloatUse::MorphPosition)?,
             // A target without POSITION moves no vertex (it may move only normals).
             None => vec![Vec3::ZERO; vertices],
         };
-        let normals = read(target.normals(), "NORMAL")?;
+        let normals = read(target.normals(), "NORMAL", FloatUse::MorphNormal)?;
         if !normals.is_empty() && !has_normals {
             return Err(at.err(format!(
                 "morph target {k} has NORMAL deltas but the primitive has no NORMAL"

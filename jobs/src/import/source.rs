@@ -135,6 +135,12 @@ pub(super) fn load_buffers<'a>(
             reason,
         };
         let data: Cow<'a, [u8]> = match buffer.source() {
+            // A meshopt fallback buffer has no data: every view into it is decoded instead.
+            #[cfg(feature = "meshopt")]
+            ::gltf::buffer::Source::Bin if super::meshopt::is_fallback(&buffer) => {
+                out.push(Cow::Borrowed(&[][..]));
+                continue;
+            }
             ::gltf::buffer::Source::Bin => match bin.take() {
                 Some(b) => Cow::Borrowed(b),
                 None => return Err(err("refers to the GLB binary chunk, but there is none (or it is used by another buffer)".into())),

@@ -1,32 +1,42 @@
 //! Structure-of-arrays transforms, [`LANES`] bones at a time on `wide::f32x8`: the sampling
-//! job's shared-time-grid path (see [`crate::asset::KeyGrid`]).
+//! job's paths (the shared-time-grid sum, see [`crate::asset::KeyGrid`], and the layered
+//! blend of [`layers`]).
 //!
 //! Every function here computes what its scalar reference computes
 //! ([`lerp_vec3`](super::lerp_vec3), [`nlerp_shortest`](super::nlerp_shortest),
-//! [`LayerSum`](super::LayerSum), [`PoseAccumulator`](super::PoseAccumulator)), with the same
-//! sums in the same order (dot products grouped as glam's SSE2 `Vec4::dot`,
+//! [`slerp_shortest`](super::slerp_shortest), [`LayerSum`](super::LayerSum),
+//! [`PoseAccumulator`](super::PoseAccumulator), [`additive_apply`](super::additive_apply)),
+//! with the same sums in the same order (dot products grouped as glam's SSE2 `Vec4::dot`,
 //! `(x·x' + z·z') + (y·y' + w·w')`), except four things that trade the last bits for speed:
 //! lerps and weighted sums are fused multiply-adds, quaternions are normalised with the
-//! reciprocal-square-root estimate and one Newton step
-//! (`inv_sqrt`) rather than a square root and a division, slerp's `acos`/`sin` are `wide`'s
-//! vector versions, and blocks of bones that no clip translates (or scales) take the rest
-//! translations (scales) rather than their weighted sum. The two paths agree to about 1e-7
-//! (the tests allow 1e-6). Which path an entity takes depends only on its animations, so
-//! results never depend on the thread count or on the pipeline mode.
+//! reciprocal-square-root estimate and one Newton step (`inv_sqrt`) rather than a square root
+//! and a division, slerp's weights `sin(t·θ) / sin θ` come from a power series in `cos θ − 1`
+//! (`slerp_weight_series`, for keys less than 45° apart; `wide`'s vector `acos` and `sin`
+//! beyond), and blocks of bones that no clip translates (or scales) take the rest
+//! translations (scales) rather than their weighted sum. The paths agree with the scalar
+//! reference to about 1e-7 (the tests allow 1e-6). Which path an entity takes depends only on
+//! its animations, so results never depend on the thread count or on the pipeline mode.
 //!
 //! Subnormal values are kept out of these kernels (Intel cores take about a hundred cycles
 //! over an instruction with a subnormal operand or result, or one that underflows): the bake
 //! stores key and rest-pose components below 2⁻³² as zero
 //! ([`flush_negligible_vec3`](super::flush_negligible_vec3)), so a product of two components
-//! is zero or above 2⁻⁶⁴. Inputs far outside the usual ranges can still underflow: blend
-//! weights below about 1e-18, and in slerp (whose `sin` raises its argument to the fourth
-//! power and `acos` the cosine to the eighth) a time within a millionth of a key interval past
-//! a key, or keys a half turn apart to within 0.002°. This crate's tests count the subnormal
-//! lanes of every intermediate value over the sample files and the built-in character.
+//! is zero or above 2⁻⁶⁴, and the slerp series is evaluated by Horner's rule, so no power of a
+//! small `cos θ − 1` is formed. Inputs far outside the usual ranges can still underflow: blend
+//! weights below about 1e-18, key fractions below about 1e-19 (the series squares them), and
+//! on the `acos`/`sin` path (whose `sin` raises its argument to the fourth power and `acos` the
+//! cosine to the eighth) a time within a millionth of a key interval past a key, or keys a half
+//! turn apart to within 0.002°. This crate's tests count the subnormal lanes of every
+//! intermediate value over the sample files and the built-in character.
 
 use super::Transform;
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
 use wide::{f32x4, f32x8};
+
+mod layers;
+pub(crate) use layers::{
+    SoaLayerSum, SoaPoseAccumulator, additive_apply, lane_weights, sample_rows,
+};
 
 /// Bones per SoA block.
 pub(crate) const LANES: usize = 8;
@@ -303,16 +313,61 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
         }
         return near;
     }
-    let theta = watch(d.min(f32x8::ONE).acos());
-    let sin_theta = watch(theta.sin());
-    let wa = watch(watch(mul(f32x8::ONE - s, theta).sin()) / sin_theta);
-    let wb = watch(watch(mul(s, theta).sin()) / sin_theta);
+    let x = d.min(f32x8::ONE);
+    let (wa, wb) = if x.simd_ge(f32x8::splat(SLERP_SERIES_MIN_COS)).all() {
+        (
+            slerp_weight_series(watch(f32x8::ONE - s), x),
+            slerp_weight_series(s, x),
+        )
+    } else {
+        let theta = watch(x.acos());
+        let sin_theta = watch(theta.sin());
+        (
+            watch(watch(mul(f32x8::ONE - s, theta).sin()) / sin_theta),
+            watch(watch(mul(s, theta).sin()) / sin_theta),
+        )
+    };
     let mut out = [f32x8::ZERO; 4];
     for c in 0..4 {
         let far = watch(mul(q0[c], wa) + mul(q1[c], wb));
         out[c] = tracked.select(is_near.select(near[c], far), q0[c]);
     }
     out
+}
+
+/// The smallest key-to-key cosine `cos θ` that [`slerp_weight_series`] takes (θ ≤ 45.6°, far
+/// more than consecutive keys turn); a block with a wider lane takes `acos` and `sin`.
+const SLERP_SERIES_MIN_COS: f32 = 0.7;
+
+/// Terms of [`slerp_weight_series`]: each is at most 0.15 of the one before for
+/// `cos θ ≥ 0.7`, so the truncation error is below 1e-8.
+const SLERP_SERIES_TERMS: usize = 10;
+
+/// `sin(t·θ) / sin θ` from `x = cos θ` without `acos` or `sin`, as a power series in
+/// `d = x − 1`: `Σ bᵢ(t)·dⁱ` with `b₀ = t` and `bᵢ = bᵢ₋₁·(t² − i²) / (i·(2i + 1))` (the
+/// expansion of the slerp weights around θ = 0, as in Eberly's "A fast and accurate algorithm
+/// for computing slerp"). Evaluated by Horner's rule, so every product is a coefficient of
+/// order `t` times `d`, and no power of a small `d` underflows. Agrees with the trigonometric
+/// form to a few ulps for `x ≥ SLERP_SERIES_MIN_COS`.
+#[inline(always)]
+fn slerp_weight_series(t: f32x8, x: f32x8) -> f32x8 {
+    let d = watch(x - f32x8::ONE);
+    let t2 = mul(t, t);
+    let mut b = [f32x8::ZERO; SLERP_SERIES_TERMS];
+    let mut prev = t;
+    for (i, bi) in b.iter_mut().enumerate() {
+        if i > 0 {
+            let i = i as f32;
+            let (u, v) = (1.0 / (i * (2.0 * i + 1.0)), i / (2.0 * i + 1.0));
+            prev = mul(prev, mul_add(t2, f32x8::splat(u), f32x8::splat(-v)));
+        }
+        *bi = prev;
+    }
+    let mut acc = f32x8::ZERO;
+    for bi in b.iter().rev() {
+        acc = mul_add(acc, d, *bi);
+    }
+    acc
 }
 
 /// `1 / √x` for normal positive `x`: the hardware estimate refined by one Newton step
@@ -537,43 +592,6 @@ fn write_vec3s(v: &[f32x8; 3], out: &mut [Transform], field: fn(&mut Transform) 
     }
 }
 
-/// The weighted sum of one override layer's animations, [`LANES`] bones at once (the SoA twin
-/// of [`super::LayerSum`]; weights are per animation, not per lane: no masks). The reference
-/// for [`blend_block`] in tests.
-#[cfg(test)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct SoaLayerSum {
-    /// Σ wᵢ·poseᵢ, rotations aligned lane by lane to the running sum.
-    pub(crate) pose: SoaTransform,
-    /// Σ wᵢ.
-    pub(crate) weight: f32,
-}
-
-#[cfg(test)]
-impl SoaLayerSum {
-    /// Adds `pose` with weight `w` (ignored unless `w > 0`).
-    pub(crate) fn add(&mut self, pose: &SoaTransform, w: f32) {
-        if w.is_nan() || w <= 0.0 {
-            return;
-        }
-        let ws = f32x8::splat(w);
-        let q = if self.weight > 0.0 {
-            negate_where_negative(dot4(&self.pose.rotation, &pose.rotation), pose.rotation)
-        } else {
-            pose.rotation
-        };
-        let p = &mut self.pose;
-        for c in 0..3 {
-            p.translation[c] += pose.translation[c] * ws;
-            p.scale[c] += pose.scale[c] * ws;
-        }
-        for (r, q) in p.rotation.iter_mut().zip(q) {
-            *r += q * ws;
-        }
-        self.weight += w;
-    }
-}
-
 /// Four local transforms as affine matrices `T · R · S`, computed four at a time (the same
 /// operations in the same order as glam's `Affine3A::from_scale_rotation_translation`, so the
 /// results are identical). Lanes past `t.len()` are the identity.
@@ -661,6 +679,28 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// The series weights against `sin(t·θ) / sin θ` in f64, over the cosines it takes and
+    /// fractions from 0 to 1.
+    #[test]
+    fn slerp_series_weights_equal_the_trigonometric_ones() {
+        let mut worst = 0.0f64;
+        for xi in 0..=300 {
+            let x = SLERP_SERIES_MIN_COS + (1.0 - SLERP_SERIES_MIN_COS) * xi as f32 / 300.0;
+            for ti in 0..=64 {
+                let t = ti as f32 / 64.0;
+                let got = slerp_weight_series(f32x8::splat(t), f32x8::splat(x)).as_array()[0];
+                let theta = f64::from(x).acos();
+                let want = if theta == 0.0 {
+                    f64::from(t)
+                } else {
+                    (f64::from(t) * theta).sin() / theta.sin()
+                };
+                worst = worst.max((f64::from(got) - want).abs());
+            }
+        }
+        assert!(worst < 1e-7, "largest error {worst:e}");
     }
 
     #[test]
@@ -814,12 +854,11 @@ mod tests {
                 slerp: false,
             },
         ];
-        // The SoA sum of the interpolated poses, for the lanes' expected values.
-        let mut sum = SoaLayerSum::default();
+        // The interpolated poses, for the lanes' expected values.
+        let weight_sum: f32 = keys.iter().map(|k| k.w).sum();
         let mut samples = Vec::new();
         for k in &keys {
             let p = SoaTransform::lerp_nlerp(&k.k0[0], &k.k1[0], k.s, k.tracked[0]);
-            sum.add(&p, k.w);
             let mut t = [Transform::IDENTITY; LANES];
             p.write_transforms(&mut t);
             samples.push(t);
@@ -830,7 +869,7 @@ mod tests {
             blend_block(
                 &keys,
                 0,
-                &SingleLayer::new(sum.weight, lw),
+                &SingleLayer::new(weight_sum, lw),
                 &sr,
                 &mut blended,
             );

@@ -10,6 +10,13 @@ use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
 #[derive(Debug)]
 pub(super) struct BoneOffsetsNode;
 
+/// Set by [`Animator`](crate::animator::Animator) before a frame whose clock node checks every
+/// entity's bindings with nothing writing them between it and job 1, so that job 1 does not
+/// check them a second time. Job 1 clears it as it reads it: a later run of job 1 (the layout,
+/// a graph built without the clock) checks for itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ClockCheckedBindings(pub(crate) bool);
+
 impl Node for BoneOffsetsNode {
     fn name(&self) -> &str {
         "1 bone offsets"
@@ -22,8 +29,13 @@ impl Node for BoneOffsetsNode {
             .read::<LayerWeights>()
             .read::<FrameSlot>()
             .write::<FrameCounts>()
+            .write::<ClockCheckedBindings>()
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
+        let checked = match ctx.resource_mut::<ClockCheckedBindings>() {
+            Ok(mut c) => std::mem::take(&mut c.0),
+            Err(_) => false,
+        };
         let mut q = ctx
             .query::<(&RigRef, &Animations, Option<&SkinRef>)>()?
             .with::<LayerWeights>()
@@ -46,7 +58,11 @@ impl Node for BoneOffsetsNode {
                     animations,
                     counts: out,
                 };
-                job.validate()?;
+                if checked {
+                    job.validate_lengths()?;
+                } else {
+                    job.validate()?;
+                }
                 job.run();
                 Ok::<(), JobError>(())
             })?;

@@ -37,6 +37,7 @@ use crate::frame::{
 use crate::j8_remap_cache::RemapCache;
 use advance_clocks::AdvanceClocksNode;
 use bone_offsets::BoneOffsetsNode;
+pub(crate) use bone_offsets::ClockCheckedBindings;
 use exposed_bones::ExposedBonesNode;
 use per_bone_info::PerBoneInfoNode;
 use pose_chain::PoseChainNode;

@@ -65,8 +65,8 @@ impl Node for PerBoneInfoNode {
     }
 }
 
-/// The instance table from this frame's slots. Sequential: entity indices are scattered, so
-/// parallel writers would need unsafe code; the pass takes about 0.3 ms at 10 000 characters.
+/// The instance table from this frame's slots, in parallel over ranges of entity indices (one
+/// per worker thread; see [`PaletteOffsets::rebuild`]).
 fn write_palette_offsets(ctx: &NodeContext<'_>) -> Result<(), NodeError> {
     let mut table = ctx.resource_mut::<PaletteOffsets>()?;
     let mut q = ctx
@@ -74,21 +74,7 @@ fn write_palette_offsets(ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         .with::<RigRef>()
         .with::<Animations>()
         .with::<LayerWeights>();
-    let chunks = q.chunks();
-    let end = chunks
-        .iter()
-        .flat_map(|c| c.entities().iter())
-        .map(|e| e.index() as usize + 1)
-        .max()
-        .unwrap_or(0);
-    table.reset(end);
-    for chunk in chunks {
-        let (entities, slots) = chunk.into_parts();
-        for (&e, slot) in entities.iter().zip(slots) {
-            if slot.palette_count > 0 {
-                table.set(e, slot.palette_offset);
-            }
-        }
-    }
+    let runs: Vec<_> = q.chunks().into_iter().map(|c| c.into_parts()).collect();
+    table.rebuild(&runs, rayon::current_num_threads());
     Ok(())
 }

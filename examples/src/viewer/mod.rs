@@ -1,0 +1,1033 @@
+//! `viewer`: the crowd in a window, drawn every frame through the same path as `crowd`
+//! (pipeline → mapped palette ring → renderer, [`sinew_gpu::crowd_frames::CrowdFrames`]), then
+//! composited with a text panel onto the window's surface.
+//!
+//! Bad input ends the run with one message and no panic: no display (winit's event loop
+//! fails), no adapter, a surface the adapter cannot present to, a model that fails to load, a
+//! script with a bad line, a device that is lost. A window closed mid-frame ends the loop
+//! after that frame; a window resized to 0×0 (minimised) draws nothing until it has a size
+//! again.
+
+mod camera;
+mod lod;
+mod present;
+pub mod script;
+pub mod text;
+
+pub use camera::{CameraMode, ViewCamera};
+
+use crate::crowd::{CrowdOptions, Model, ModelKind, SPACING, character, hash01, load_model};
+use glam::{Affine3A, Vec3};
+use present::Presenter;
+use script::Script;
+use sinew_gpu::context::GpuContext;
+use sinew_gpu::crowd_frames::{CrowdFrames, Rasteriser};
+use sinew_gpu::palette_ring::crowd_palette_len;
+use sinew_jobs::animator::Animator;
+use sinew_jobs::asset::{AssetRegistry, Clip};
+use sinew_jobs::component::{
+    AnimationToProcess, Animations, EntityTransform, FrameSlot, RootMotion, SamplingCursors,
+};
+use sinew_runtime::store::{Entity, Store};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use winit::application::ApplicationHandler;
+use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, EventLoop};
+use winit::keyboard::{Key, NamedKey};
+use winit::window::{Window, WindowId};
+
+/// A viewer key (also a script's `key` name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Space: pause or resume.
+    Pause,
+    /// `.`: while paused, advance one frame.
+    Step,
+    /// `+`: double the playback speed.
+    Faster,
+    /// `-`: halve the playback speed.
+    Slower,
+    /// Tab: pick the next character (its skeleton is drawn).
+    PickNext,
+    /// Pick the character of this spawn index (a script's `pick INDEX`; a click picks the
+    /// one under the cursor).
+    Pick(usize),
+    /// Escape: drop the pick.
+    Unpick,
+    /// `N`: the next clip set (the crowd's blend, then each clip alone).
+    NextClip,
+    /// `C`: orbit ↔ fly.
+    CameraMode,
+    /// `L`: level of detail on or off.
+    Lod,
+}
+
+impl Action {
+    /// The script names, in [`Action::from_name`]'s order.
+    pub const NAMES: [&'static str; 9] = [
+        "pause", "step", "faster", "slower", "pick", "unpick", "clip", "camera", "lod",
+    ];
+
+    /// The action of a script name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "pause" => Self::Pause,
+            "step" => Self::Step,
+            "faster" => Self::Faster,
+            "slower" => Self::Slower,
+            "pick" => Self::PickNext,
+            "unpick" => Self::Unpick,
+            "clip" => Self::NextClip,
+            "camera" => Self::CameraMode,
+            "lod" => Self::Lod,
+            _ => return None,
+        })
+    }
+}
+
+/// What to show.
+#[derive(Clone, Debug)]
+pub struct ViewerOptions {
+    /// Characters.
+    pub count: usize,
+    /// The user's character instead of the built-in one.
+    pub gltf: Option<PathBuf>,
+    /// The renderer (default: by adapter type).
+    pub raster: Option<Rasteriser>,
+    /// A scripted camera and keys (fixed 1/60 s steps).
+    pub script: Option<PathBuf>,
+    /// Frames to draw before closing (default: until the window is closed).
+    pub frames: Option<usize>,
+    /// Save the last frame (what the window shows) as a PNG.
+    pub screenshot: Option<PathBuf>,
+    /// With `screenshot`: write the camera and each character's position at that frame as
+    /// JSON (what a test needs to check the image).
+    pub report: Option<PathBuf>,
+    /// Window size.
+    pub size: (u32, u32),
+    /// `L`: characters farther than this (model units: metres for the built-in character)
+    /// play baked textures; default ten grid spacings (20 m for the built-in character).
+    pub lod_distance: Option<f32>,
+}
+
+impl Default for ViewerOptions {
+    fn default() -> Self {
+        Self {
+            count: 1000,
+            gltf: None,
+            raster: None,
+            script: None,
+            frames: None,
+            screenshot: None,
+            report: None,
+            size: (1280, 720),
+            lod_distance: None,
+        }
+    }
+}
+
+/// The clip sets `N` cycles through: the crowd's own animations, then each clip alone.
+fn clip_sets(model: &Model) -> Vec<(String, Option<Arc<Clip>>)> {
+    let mut sets = vec![("crowd blend".to_string(), None)];
+    let clips: Vec<Arc<Clip>> = match &model.kind {
+        ModelKind::Builtin {
+            walk,
+            run,
+            idle,
+            wave,
+            ..
+        } => vec![walk.clone(), run.clone(), idle.clone(), wave.clone()],
+        ModelKind::Gltf { clips } => clips.clone(),
+    };
+    sets.extend(clips.into_iter().map(|c| (c.name().to_string(), Some(c))));
+    sets
+}
+
+/// The mesh's skeleton: per mesh bone, its bind-pose joint position (model space) and the
+/// nearest ancestor that is a mesh bone.
+struct Skeleton {
+    joints: Vec<Vec3>,
+    parents: Vec<Option<usize>>,
+}
+
+impl Skeleton {
+    fn new(model: &Model) -> Self {
+        let mesh = &model.mesh;
+        let joints = mesh
+            .inverse_binds()
+            .iter()
+            .map(|ib| ib.inverse().translation.into())
+            .collect();
+        let mesh_of_rig: Vec<Option<usize>> = model
+            .rig
+            .bone_hashes()
+            .iter()
+            .map(|h| mesh.bones().iter().position(|b| b.hash == *h))
+            .collect();
+        let parents = mesh
+            .bones()
+            .iter()
+            .map(|b| {
+                let mut bone = model.rig.find(b.hash)?;
+                while let Some(p) = model.rig.parent(bone) {
+                    if let Some(m) = mesh_of_rig.get(p.get()).copied().flatten() {
+                        return Some(m);
+                    }
+                    bone = p;
+                }
+                None
+            })
+            .collect();
+        Self { joints, parents }
+    }
+
+    /// World-space bone segments of a character drawn with `palette` at `world`.
+    fn segments(&self, palette: &[[f32; 12]], world: Affine3A) -> Vec<[Vec3; 2]> {
+        let p: Vec<Vec3> = self
+            .joints
+            .iter()
+            .zip(palette)
+            .map(|(j, m)| world.transform_point3(Affine3A::from_cols_array(m).transform_point3(*j)))
+            .collect();
+        self.parents
+            .iter()
+            .enumerate()
+            .filter_map(|(i, parent)| Some([*p.get((*parent)?)?, *p.get(i)?]))
+            .collect()
+    }
+}
+
+/// The crowd and its playback state.
+struct Crowd {
+    model: Model,
+    store: Store,
+    animator: Animator,
+    entities: Vec<Entity>,
+    sets: Vec<(String, Option<Arc<Clip>>)>,
+    set: usize,
+    skeleton: Skeleton,
+    paused: bool,
+    step: bool,
+    speed: f32,
+    picked: Option<usize>,
+    picked_palette: Vec<[f32; 12]>,
+    chest: f32,
+    /// Distance between grid neighbours, model units.
+    spacing: f32,
+    /// Characters per grid row.
+    grid: usize,
+    lod: Option<lod::ViewerLod>,
+    /// A one-line answer to the last key that could not be done.
+    notice: Option<String>,
+}
+
+impl Crowd {
+    fn new(opts: &ViewerOptions) -> Result<Self, String> {
+        if opts.count == 0 {
+            return Err("--count must be at least 1".into());
+        }
+        let crowd_opts = CrowdOptions {
+            gltf: opts.gltf.clone(),
+            ..CrowdOptions::default()
+        };
+        let model = load_model(&crowd_opts, &AssetRegistry::new())?;
+        let grid = (opts.count as f64).sqrt().ceil() as usize;
+        let mut store = Store::new();
+        let entities = store
+            .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, None)))
+            .map_err(|e| format!("spawn: {e}"))?;
+        // The crowd's grid is 2 m apart, for a person-sized model; a model whose footprint is
+        // more than twice that (a model in other units: Fox is in centimetres) gets a grid of
+        // 1.2 footprints.
+        let (lo, hi) = model.mesh.positions().iter().fold(
+            (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
+            |(lo, hi), p| (lo.min(*p), hi.max(*p)),
+        );
+        let size = (hi - lo).max(Vec3::ZERO);
+        let height = hi.y.max(0.0);
+        let footprint = size.x.max(size.z);
+        let spacing = if footprint > 2.0 * SPACING {
+            1.2 * footprint
+        } else {
+            SPACING
+        };
+        if spacing > SPACING {
+            for &e in &entities {
+                let t = store
+                    .get_mut::<EntityTransform>(e)
+                    .map_err(|e| format!("spawn: {e}"))?;
+                t.0.translation *= spacing / SPACING;
+            }
+        }
+        let animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
+        Ok(Self {
+            sets: clip_sets(&model),
+            skeleton: Skeleton::new(&model),
+            model,
+            store,
+            animator,
+            entities,
+            set: 0,
+            paused: false,
+            step: false,
+            speed: 1.0,
+            picked: None,
+            picked_palette: Vec::new(),
+            chest: 0.7 * height,
+            spacing,
+            grid,
+            lod: None,
+            notice: None,
+        })
+    }
+
+    fn next_clip(&mut self) -> Result<(), String> {
+        if self.lod.is_some() {
+            self.notice =
+                Some("LOD on: each character plays its one baked clip (L turns it off)".into());
+            return Ok(());
+        }
+        self.apply_set((self.set + 1) % self.sets.len().max(1))
+    }
+
+    /// Gives every character the animations of clip set `set`.
+    fn apply_set(&mut self, set: usize) -> Result<(), String> {
+        self.set = set;
+        let clip = self.sets.get(self.set).and_then(|s| s.1.clone());
+        for (i, &e) in self.entities.iter().enumerate() {
+            let list = match &clip {
+                None => crate::crowd::animations_for(&self.model, i as u64),
+                Some(c) => {
+                    vec![AnimationToProcess::new(c.clone()).at(hash01(i as u64, 2) * c.duration())]
+                }
+            };
+            let err = |e: sinew_runtime::store::StoreError| format!("clip change: {e}");
+            self.store.get_mut::<Animations>(e).map_err(err)?.set(list);
+            // The new clips have other timelines and root tracks: start both afresh.
+            *self.store.get_mut::<SamplingCursors>(e).map_err(err)? = SamplingCursors::default();
+            *self.store.get_mut::<RootMotion>(e).map_err(err)? = RootMotion::default();
+        }
+        Ok(())
+    }
+
+    fn position(&self, i: usize) -> Option<Vec3> {
+        let e = *self.entities.get(i)?;
+        if let Some(p) = self.lod.as_ref().and_then(|l| l.position(e)) {
+            return Some(p);
+        }
+        self.store
+            .get::<EntityTransform>(e)
+            .ok()
+            .map(|t| t.0.translation)
+    }
+
+    /// The character whose chest projects nearest to `cursor` (within 40 px).
+    fn pick_at(
+        &self,
+        camera: &sinew_gpu::render::Camera,
+        cursor: (f32, f32),
+        size: (u32, u32),
+    ) -> Option<usize> {
+        (0..self.entities.len())
+            .filter_map(|i| {
+                let p = camera.project(self.position(i)? + Vec3::Y * self.chest, size.0, size.1)?;
+                let d = (p.x - cursor.0).hypot(p.y - cursor.1);
+                (d < 40.0).then_some((d, i))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, i)| i)
+    }
+}
+
+/// The device, the window and what draws into it.
+struct Gpu {
+    ctx: GpuContext,
+    lost: Arc<Mutex<Option<String>>>,
+    surface: wgpu::Surface<'static>,
+    config: wgpu::SurfaceConfiguration,
+    frames: CrowdFrames,
+    presenter: Presenter,
+    window: Arc<Window>,
+}
+
+/// Rolling timings shown on screen.
+#[derive(Default)]
+struct Stats {
+    frame: Vec<Duration>,
+    pipeline: Vec<Duration>,
+    ring_wait: Vec<Duration>,
+    encode: Vec<Duration>,
+    gpu: Vec<Duration>,
+    jobs: Vec<(String, Vec<Duration>)>,
+    shown: Vec<String>,
+    last_update: Option<Instant>,
+}
+
+fn mean_ms(v: &[Duration]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / v.len() as f64
+}
+
+struct App {
+    opts: ViewerOptions,
+    script: Option<Script>,
+    crowd: Crowd,
+    gpu: Option<Gpu>,
+    camera: ViewCamera,
+    error: Option<String>,
+    frame: usize,
+    last_frame: Option<Instant>,
+    stats: Stats,
+    cursor: (f32, f32),
+    dragging: bool,
+    drag_from: Option<(f32, f32)>,
+    done: bool,
+}
+
+/// Runs the viewer until the window is closed or `frames` are drawn.
+///
+/// # Errors
+/// One line saying what failed: no display, no adapter, the model, the script, the device.
+pub fn run(opts: ViewerOptions) -> Result<(), String> {
+    if opts.size.0 == 0 || opts.size.1 == 0 {
+        return Err("--size must be at least 1x1".into());
+    }
+    if let Some(d) = opts.lod_distance
+        && !(d.is_finite() && d > 0.0)
+    {
+        return Err(format!(
+            "--lod-distance must be a positive distance, got {d}"
+        ));
+    }
+    if opts.report.is_some() && opts.screenshot.is_none() {
+        return Err("--report needs --screenshot".into());
+    }
+    let script = opts.script.as_deref().map(Script::load).transpose()?;
+    let crowd = Crowd::new(&opts)?;
+    let extent = crowd.grid as f32 * crowd.spacing;
+    let centre = Vec3::new(extent * 0.5, 0.7 * crowd.chest, extent * 0.5);
+    let camera = ViewCamera::orbit(centre, extent.max(3.0 * crowd.spacing) * 1.1, 0.6, -0.45);
+    let event_loop = EventLoop::new().map_err(|e| {
+        // winit's message starts with its source location; the reason is after it.
+        let msg = e.to_string();
+        let reason = msg
+            .rsplit(".rs:")
+            .next()
+            .and_then(|r| r.split_once(": "))
+            .map_or(msg.as_str(), |r| r.1);
+        format!("no display: {reason}")
+    })?;
+    let mut app = App {
+        opts,
+        script,
+        crowd,
+        gpu: None,
+        camera,
+        error: None,
+        frame: 0,
+        last_frame: None,
+        stats: Stats::default(),
+        cursor: (0.0, 0.0),
+        dragging: false,
+        drag_from: None,
+        done: false,
+    };
+    event_loop
+        .run_app(&mut app)
+        .map_err(|e| format!("event loop: {e}"))?;
+    match app.error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+impl App {
+    fn fail(&mut self, event_loop: &ActiveEventLoop, e: String) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+        self.done = true;
+        event_loop.exit();
+    }
+
+    fn open(&mut self, event_loop: &ActiveEventLoop) -> Result<Gpu, String> {
+        let attrs = Window::default_attributes()
+            .with_title("sinew viewer")
+            .with_inner_size(winit::dpi::PhysicalSize::new(
+                self.opts.size.0,
+                self.opts.size.1,
+            ));
+        let window = Arc::new(
+            event_loop
+                .create_window(attrs)
+                .map_err(|e| format!("window: {e}"))?,
+        );
+        let mut desc = wgpu::InstanceDescriptor::new_with_display_handle_from_env(Box::new(
+            event_loop.owned_display_handle(),
+        ));
+        desc.backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+        let instance = wgpu::Instance::new(desc);
+        let surface = instance.create_surface(window.clone()).map_err(|e| {
+            format!(
+                "no GPU backend can draw to this window ({e}); on a machine without a GPU \
+                     install a CPU Vulkan driver (Debian: mesa-vulkan-drivers)"
+            )
+        })?;
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: Some(&surface),
+            ..Default::default()
+        }))
+        .map_err(|e| {
+            format!(
+                "no GPU adapter can draw to this window ({e}); on a machine without a GPU \
+                 install a CPU Vulkan driver (Debian: mesa-vulkan-drivers)"
+            )
+        })?;
+        let optional = wgpu::Features::MAPPABLE_PRIMARY_BUFFERS | wgpu::Features::TIMESTAMP_QUERY;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("sinew viewer"),
+            required_features: adapter.features() & optional,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| format!("device: {e}"))?;
+        let lost = Arc::new(Mutex::new(None));
+        let on_lost = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut l) = on_lost.lock() {
+                *l = Some(format!("{reason:?}: {message}"));
+            }
+        });
+        let ctx = GpuContext::from_device(adapter, device, queue).map_err(|e| e.to_string())?;
+        let caps = surface.get_capabilities(&ctx.adapter);
+        let format = caps
+            .formats
+            .iter()
+            .copied()
+            .find(|f| f.is_srgb())
+            .or_else(|| caps.formats.first().copied())
+            .ok_or_else(|| {
+                format!(
+                    "the adapter '{}' cannot present to this window",
+                    ctx.adapter_info.name
+                )
+            })?;
+        let size = window.inner_size();
+        let config = wgpu::SurfaceConfiguration {
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+            format,
+            color_space: wgpu::SurfaceColorSpace::Auto,
+            width: size.width.max(1),
+            height: size.height.max(1),
+            present_mode: wgpu::PresentMode::AutoVsync,
+            desired_maximum_frame_latency: 2,
+            alpha_mode: caps
+                .alpha_modes
+                .first()
+                .copied()
+                .unwrap_or(wgpu::CompositeAlphaMode::Auto),
+            view_formats: vec![],
+        };
+        surface.configure(&ctx.device, &config);
+        let raster = self
+            .opts
+            .raster
+            .unwrap_or_else(|| Rasteriser::for_adapter(&ctx.adapter_info, &self.crowd.model.mesh));
+        let entries = crowd_palette_len(&mut self.crowd.store).map_err(|e| e.to_string())?;
+        let frames = CrowdFrames::new(
+            &ctx,
+            self.crowd.model.mesh.clone(),
+            raster,
+            (config.width, config.height),
+            entries,
+        )
+        .map_err(|e| e.to_string())?;
+        let presenter = Presenter::new(&ctx, format);
+        Ok(Gpu {
+            ctx,
+            lost,
+            surface,
+            config,
+            frames,
+            presenter,
+            window,
+        })
+    }
+
+    fn act(&mut self, a: Action) -> Result<(), String> {
+        let c = &mut self.crowd;
+        c.notice = None;
+        match a {
+            Action::Pause => c.paused = !c.paused,
+            Action::Step => c.step = true,
+            Action::Faster => c.speed = (c.speed * 2.0).min(16.0),
+            Action::Slower => c.speed = (c.speed * 0.5).max(1.0 / 16.0),
+            Action::PickNext => {
+                c.picked = Some(c.picked.map_or(0, |p| (p + 1) % c.entities.len().max(1)));
+            }
+            Action::Pick(i) => {
+                if i >= c.entities.len() {
+                    return Err(format!(
+                        "pick {i}: the crowd has {} characters",
+                        c.entities.len()
+                    ));
+                }
+                c.picked = Some(i);
+            }
+            Action::Unpick => c.picked = None,
+            Action::NextClip => c.next_clip()?,
+            Action::CameraMode => self.camera.toggle_mode(),
+            Action::Lod => match (c.lod.take(), &self.gpu) {
+                (Some(l), _) => {
+                    l.disable(c)?;
+                    c.apply_set(c.set)?;
+                }
+                (None, Some(gpu)) if gpu.frames.graphics_targets().is_none() => {
+                    c.notice = Some(
+                        "LOD draws its baked tier with the graphics pipeline: run with --raster graphics"
+                            .into(),
+                    );
+                }
+                (None, Some(gpu)) => {
+                    c.lod = Some(lod::ViewerLod::enable(
+                        c,
+                        &gpu.ctx,
+                        self.opts.lod_distance.unwrap_or(10.0 * c.spacing),
+                    )?);
+                }
+                (None, None) => {}
+            },
+        }
+        Ok(())
+    }
+
+    /// One frame: script, pipeline into the ring, draw, composite, present.
+    fn redraw(&mut self) -> Result<(), String> {
+        let Some(gpu) = self.gpu.as_mut() else {
+            return Ok(());
+        };
+        if let Some(reason) = gpu.lost.lock().ok().and_then(|l| l.clone()) {
+            gpu.ctx.report_device_lost(reason);
+        }
+        if gpu.config.width == 0 || gpu.config.height == 0 {
+            return Ok(()); // minimised
+        }
+        let now = Instant::now();
+        let wall_dt = self
+            .last_frame
+            .map_or(1.0 / 60.0, |t| now.duration_since(t).as_secs_f32());
+        self.last_frame = Some(now);
+        if let Some(script) = &self.script {
+            if let Some((eye, target)) = script.camera_at(self.frame) {
+                self.camera = ViewCamera::look_at(eye, target);
+            }
+            let keys: Vec<Action> = script.keys_at(self.frame).collect();
+            for k in keys {
+                self.act(k)?;
+            }
+        }
+        let Some(gpu) = self.gpu.as_mut() else {
+            return Ok(());
+        };
+        let surface_texture = match gpu.surface.get_current_texture() {
+            wgpu::CurrentSurfaceTexture::Success(t) => t,
+            wgpu::CurrentSurfaceTexture::Suboptimal(t) => {
+                gpu.surface.configure(&gpu.ctx.device, &gpu.config);
+                t
+            }
+            wgpu::CurrentSurfaceTexture::Timeout | wgpu::CurrentSurfaceTexture::Occluded => {
+                return Ok(());
+            }
+            wgpu::CurrentSurfaceTexture::Outdated => {
+                gpu.surface.configure(&gpu.ctx.device, &gpu.config);
+                return Ok(());
+            }
+            other => return Err(format!("surface: {other:?}")),
+        };
+        let last = self.opts.frames.is_some_and(|n| self.frame + 1 >= n);
+        let c = &mut self.crowd;
+        // Scripted runs step 1/60 s a frame (reproducible); interactive ones follow the clock.
+        let base = if self.script.is_some() {
+            1.0 / 60.0
+        } else {
+            wall_dt.min(0.1)
+        };
+        let dt = if c.paused && !c.step {
+            0.0
+        } else {
+            base * c.speed
+        };
+        c.step = false;
+        let eye = self.camera.camera().eye;
+        let mut lod = c.lod.take();
+        if let Some(l) = lod.as_mut() {
+            l.before(c, eye, dt)?;
+        }
+        c.lod = lod;
+        let picked = c.picked.and_then(|i| c.entities.get(i).copied());
+        let bones = c.model.mesh.bone_count();
+        let animator = &mut c.animator;
+        let picked_palette = &mut c.picked_palette;
+        let t0 = Instant::now();
+        let (run, split) = gpu
+            .frames
+            .write(&gpu.ctx, &mut c.store, |store, palette| {
+                let r = animator.run_frame_into(store, dt, palette);
+                picked_palette.clear();
+                if let Some(e) = picked
+                    && let Ok(slot) = store.get::<FrameSlot>(e)
+                {
+                    let o = slot.palette_offset as usize;
+                    if let Some(p) = palette.get(o..o + bones) {
+                        picked_palette.extend_from_slice(p);
+                    }
+                }
+                r
+            })
+            .map_err(|e| e.to_string())?;
+        run.map_err(|e| format!("frame {}: {e}", self.frame))?;
+        let mut lod = c.lod.take();
+        if let Some(l) = lod.as_mut() {
+            l.after(c)?;
+        }
+        c.lod = lod;
+        let camera = self.camera.camera();
+        let size = (gpu.config.width, gpu.config.height);
+        let segments = match picked.and_then(|e| c.store.get::<EntityTransform>(e).ok()) {
+            Some(t) if !c.picked_palette.is_empty() => {
+                c.skeleton.segments(&c.picked_palette, t.0.to_affine())
+            }
+            _ => Vec::new(),
+        };
+        // The panel shows the last half second's means (and the state of this frame).
+        // Twice the glyph size on large (high-density) windows.
+        gpu.presenter.overlay_scale = if size.0 >= 2400 { 2 } else { 1 };
+        let s = &mut self.stats;
+        let due = s
+            .last_update
+            .is_none_or(|t| t.elapsed() > Duration::from_millis(500));
+        if due || last {
+            s.shown = overlay_lines(s, c, &gpu.frames, &gpu.ctx, &self.camera);
+            s.last_update = Some(Instant::now());
+            for v in [
+                &mut s.frame,
+                &mut s.pipeline,
+                &mut s.ring_wait,
+                &mut s.encode,
+                &mut s.gpu,
+            ] {
+                v.clear();
+            }
+            for j in &mut s.jobs {
+                j.1.clear();
+            }
+            let img = text::render_lines(
+                &s.shown,
+                size.0 as usize / gpu.presenter.overlay_scale.max(1) as usize,
+            );
+            gpu.presenter.set_text(&gpu.ctx, &img);
+        }
+        let aspect = size.0 as f32 / size.1 as f32;
+        gpu.presenter
+            .set_lines(&gpu.ctx, &segments, camera.view_proj(aspect));
+        let t_encode = Instant::now();
+        let mut encoder = gpu
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("viewer frame"),
+            });
+        gpu.frames
+            .encode(&gpu.ctx, &mut encoder, &camera, false)
+            .map_err(|e| e.to_string())?;
+        if let (Some(l), Some((color, depth))) = (c.lod.as_mut(), gpu.frames.graphics_targets()) {
+            l.encode(
+                &gpu.ctx,
+                &mut encoder,
+                sinew_gpu::baked::draw::DrawTarget { color, depth },
+                size,
+                camera.view_proj(aspect),
+            )?;
+        }
+        let view = surface_texture
+            .texture
+            .create_view(&wgpu::TextureViewDescriptor::default());
+        gpu.presenter
+            .encode(&gpu.ctx, &mut encoder, gpu.frames.image(), size, &view);
+        let shot = match (&self.opts.screenshot, last) {
+            (Some(_), true) => {
+                Some(
+                    gpu.presenter
+                        .screenshot(&gpu.ctx, &mut encoder, gpu.frames.image(), size)?,
+                )
+            }
+            _ => None,
+        };
+        let sub = gpu.ctx.queue.submit([encoder.finish()]);
+        gpu.frames.submitted(sub);
+        gpu.window.pre_present_notify();
+        gpu.ctx.queue.present(surface_texture);
+        let encode = split.encode + t_encode.elapsed();
+        // Timings and text.
+        let s = &mut self.stats;
+        s.frame.push(t0.elapsed());
+        s.pipeline.push(split.pipeline);
+        s.ring_wait.push(split.ring_wait);
+        s.encode.push(encode);
+        s.gpu
+            .extend(gpu.frames.gpu_times(&gpu.ctx).map_err(|e| e.to_string())?);
+        for t in c.animator.timings() {
+            match s.jobs.iter_mut().find(|j| j.0 == t.name) {
+                Some(j) => j.1.push(t.duration),
+                None => s.jobs.push((t.name.clone(), vec![t.duration])),
+            }
+        }
+        if let Some(shot) = shot {
+            let image = shot.read(&gpu.ctx).map_err(|e| e.to_string())?;
+            if let Some(path) = &self.opts.screenshot {
+                image
+                    .save_png(path)
+                    .map_err(|e| format!("--screenshot {}: {e}", path.display()))?;
+            }
+            if let Some(path) = &self.opts.report {
+                let positions: Vec<[f32; 3]> = (0..c.entities.len())
+                    .filter_map(|i| c.position(i).map(|p| p.to_array()))
+                    .collect();
+                let report = serde_json::json!({
+                    "frame": self.frame,
+                    "width": size.0,
+                    "height": size.1,
+                    "eye": camera.eye.to_array(),
+                    "target": camera.target.to_array(),
+                    "overlay": [
+                        gpu.presenter.overlay_scale * text_width(&s.shown, size.0 / gpu.presenter.overlay_scale.max(1)),
+                        gpu.presenter.overlay_scale * (s.shown.len() * text::LINE + 4) as u32
+                    ],
+                    "positions": positions,
+                    "picked": c.picked,
+                    "lod": c.lod.as_ref().map(|l| {
+                        let (cpu, baked) = l.counts();
+                        serde_json::json!({ "distance_m": l.distance(), "cpu": cpu, "baked": baked })
+                    }),
+                    "skeleton_segments": segments.len(),
+                    "adapter": gpu.ctx.adapter_info.name,
+                    "rasteriser": gpu.frames.rasteriser().name(),
+                });
+                std::fs::write(path, report.to_string())
+                    .map_err(|e| format!("--report {}: {e}", path.display()))?;
+            }
+        }
+        self.frame += 1;
+        if last {
+            self.done = true;
+        }
+        Ok(())
+    }
+}
+
+/// The text panel's width in panel pixels, as [`text::render_lines`] lays it out.
+fn text_width(lines: &[String], max_width: u32) -> u32 {
+    let cols = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    (((cols + 2) * text::GLYPH) as u32).min(max_width.max(text::GLYPH as u32))
+}
+
+fn overlay_lines(
+    s: &Stats,
+    c: &Crowd,
+    frames: &CrowdFrames,
+    ctx: &GpuContext,
+    camera: &ViewCamera,
+) -> Vec<String> {
+    let gpu = if frames.has_gpu_timer() {
+        if s.gpu.is_empty() {
+            "gpu -".to_string()
+        } else {
+            format!("gpu {:.2}", mean_ms(&s.gpu))
+        }
+    } else {
+        "gpu n/a (no timestamp queries)".to_string()
+    };
+    let mut lines = vec![
+        format!(
+            "sinew viewer: {} x {} ({} bones), {}",
+            c.entities.len(),
+            c.model.name(),
+            c.model.rig.bone_count(),
+            ctx.adapter_info.name
+        ),
+        format!(
+            "frame {:.2} ms: pipeline {:.2}, ring wait {:.2}, encode+submit {:.2}; {gpu}",
+            mean_ms(&s.frame),
+            mean_ms(&s.pipeline),
+            mean_ms(&s.ring_wait),
+            mean_ms(&s.encode)
+        ),
+        format!(
+            "{}, {}",
+            frames.rasteriser().name(),
+            frames.ring().mode().name()
+        ),
+    ];
+    for (name, v) in &s.jobs {
+        lines.push(format!("  {name:<22} {:>7.3} ms", mean_ms(v)));
+    }
+    let clip = match c.lod {
+        Some(_) => "one per character (LOD)",
+        None => c.sets.get(c.set).map_or("", |s| s.0.as_str()),
+    };
+    lines.push(format!(
+        "clips: {clip}   speed x{:.3}{}",
+        c.speed,
+        if c.paused { "   PAUSED" } else { "" }
+    ));
+    lines.push(match &c.lod {
+        Some(l) => {
+            let (cpu, baked) = l.counts();
+            format!(
+                "lod {:.0} m: {cpu} CPU pipeline + {baked} baked texture",
+                l.distance()
+            )
+        }
+        None => "lod off (L)".to_string(),
+    });
+    if let Some(n) = &c.notice {
+        lines.push(n.clone());
+    }
+    let mode = match camera.mode {
+        CameraMode::Orbit => "orbit",
+        CameraMode::Fly => "fly",
+    };
+    let picked = c
+        .picked
+        .map_or("none".to_string(), |p| format!("#{p} (skeleton)"));
+    lines.push(format!("camera: {mode}   picked: {picked}"));
+    lines.push("space pause  . step  +/- speed  N clips  L lod  click/tab pick  esc unpick".into());
+    lines.push("C orbit/fly  drag turn  wheel zoom  WASD QE move".into());
+    lines
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.gpu.is_some() || self.done {
+            return;
+        }
+        match self.open(event_loop) {
+            Ok(g) => {
+                g.window.request_redraw();
+                self.gpu = Some(g);
+            }
+            Err(e) => self.fail(event_loop, e),
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        if self.done {
+            return;
+        }
+        match event {
+            WindowEvent::CloseRequested | WindowEvent::Destroyed => {
+                self.done = true;
+                event_loop.exit();
+            }
+            WindowEvent::Resized(size) => {
+                if let Some(gpu) = self.gpu.as_mut() {
+                    gpu.config.width = size.width;
+                    gpu.config.height = size.height;
+                    if size.width > 0 && size.height > 0 {
+                        gpu.surface.configure(&gpu.ctx.device, &gpu.config);
+                        if let Err(e) = gpu.frames.resize(&gpu.ctx, size.width, size.height) {
+                            self.fail(event_loop, e.to_string());
+                        }
+                    }
+                }
+            }
+            WindowEvent::RedrawRequested => {
+                if let Err(e) = self.redraw() {
+                    self.fail(event_loop, e);
+                } else if self.done {
+                    event_loop.exit();
+                }
+            }
+            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+                let step = 0.5 * self.camera.distance.max(4.0) / 10.0;
+                let action = match event.logical_key.as_ref() {
+                    Key::Named(NamedKey::Space) => Some(Action::Pause),
+                    Key::Named(NamedKey::Tab) => Some(Action::PickNext),
+                    Key::Named(NamedKey::Escape) => Some(Action::Unpick),
+                    Key::Character(".") => Some(Action::Step),
+                    Key::Character("+") | Key::Character("=") => Some(Action::Faster),
+                    Key::Character("-") => Some(Action::Slower),
+                    Key::Character("n") | Key::Character("N") => Some(Action::NextClip),
+                    Key::Character("c") | Key::Character("C") => Some(Action::CameraMode),
+                    Key::Character("l") | Key::Character("L") => Some(Action::Lod),
+                    Key::Character(k) => {
+                        let (r, u, f) = match k.to_ascii_lowercase().as_str() {
+                            "w" => (0.0, 0.0, 1.0),
+                            "s" => (0.0, 0.0, -1.0),
+                            "a" => (-1.0, 0.0, 0.0),
+                            "d" => (1.0, 0.0, 0.0),
+                            "q" => (0.0, -1.0, 0.0),
+                            "e" => (0.0, 1.0, 0.0),
+                            _ => (0.0, 0.0, 0.0),
+                        };
+                        self.camera.translate(r * step, u * step, f * step);
+                        None
+                    }
+                    _ => None,
+                };
+                if let Some(a) = action
+                    && let Err(e) = self.act(a)
+                {
+                    self.fail(event_loop, e);
+                }
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                let p = (position.x as f32, position.y as f32);
+                if self.dragging {
+                    self.camera.turn(p.0 - self.cursor.0, p.1 - self.cursor.1);
+                }
+                self.cursor = p;
+            }
+            WindowEvent::MouseInput { state, button, .. } => match (button, state) {
+                (MouseButton::Left, ElementState::Pressed) => {
+                    self.dragging = true;
+                    self.drag_from = Some(self.cursor);
+                }
+                (MouseButton::Left, ElementState::Released) => {
+                    self.dragging = false;
+                    // A click (no drag) picks the character under the cursor.
+                    if let (Some(from), Some(gpu)) = (self.drag_from.take(), &self.gpu)
+                        && (from.0 - self.cursor.0).hypot(from.1 - self.cursor.1) < 4.0
+                    {
+                        let size = (gpu.config.width, gpu.config.height);
+                        self.crowd.picked =
+                            self.crowd.pick_at(&self.camera.camera(), self.cursor, size);
+                    }
+                }
+                _ => {}
+            },
+            WindowEvent::MouseWheel { delta, .. } => {
+                let steps = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => y,
+                    MouseScrollDelta::PixelDelta(p) => p.y as f32 / 40.0,
+                };
+                self.camera.zoom(steps);
+            }
+            _ => {}
+        }
+    }
+
+    fn about_to_wait(&mut self, _event_loop: &ActiveEventLoop) {
+        if let Some(gpu) = &self.gpu
+            && !self.done
+        {
+            gpu.window.request_redraw();
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! `CrowdFrames` on a real adapter (lavapipe in CI): frames through the ring and a renderer.
+//!
+//! Reference: a second store with the same crowd runs the same frames into a CPU `Vec`; its
+//! last palettes, uploaded to a plain storage buffer and drawn by the renderer's own blocking
+//! `render`, must give the same image byte for byte (same palettes, same instances, same
+//! camera), for both rasterisers. The ring must also hand the renderer exactly the crowd's
+//! palette length every frame, and the GPU timer must give one time per frame where the
+//! device has timestamp queries.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use common::{builtin_model, context};
+use glam::{Quat, Vec3};
+use sinew_gpu::crowd_frames::{CrowdFrames, FrameImage, Rasteriser};
+use sinew_gpu::raster::ComputeCrowdRenderer;
+use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
+use sinew_jobs::animator::Animator;
+use sinew_jobs::asset::Transform;
+use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, skinned};
+use sinew_runtime::store::Store;
+use wgpu::util::DeviceExt;
+
+fn crowd(m: &common::Model) -> Store {
+    let mut store = Store::new();
+    for i in 0..12 {
+        let clip = m.clips[i % m.clips.len()].clone();
+        let (x, z) = ((i % 4) as f32 * 1.5, (i / 4) as f32 * 1.5);
+        let e = store
+            .spawn(skinned(
+                m.rig.clone(),
+                m.mesh.clone(),
+                vec![AnimationToProcess::new(clip).at(i as f32 * 0.13)],
+            ))
+            .unwrap();
+        store
+            .insert(
+                e,
+                EntityTransform(Transform::new(
+                    Vec3::new(x, 0.0, z),
+                    Quat::IDENTITY,
+                    Vec3::ONE,
+                )),
+            )
+            .unwrap();
+    }
+    store
+}
+
+#[test]
+fn frames_through_the_ring_draw_what_the_cpu_palettes_draw() {
+    let Some(ctx) = context() else { return };
+    let m = builtin_model();
+    let (w, h) = (320, 180);
+    let camera = Camera::look_at(Vec3::new(2.25, 3.0, -6.0), Vec3::new(2.25, 0.9, 1.5));
+    for raster in [Rasteriser::Graphics, Rasteriser::Compute] {
+        let mut gpu_store = crowd(&m);
+        let mut cpu_store = crowd(&m);
+        let mut gpu_animator = Animator::new(&mut gpu_store).unwrap();
+        let mut cpu_animator = Animator::new(&mut cpu_store).unwrap();
+        let entries = gpu_animator.layout(&mut gpu_store).unwrap().palette_len();
+        assert_eq!(entries, 12 * m.mesh.bone_count());
+        let mut frames = CrowdFrames::new(&ctx, m.mesh.clone(), raster, (w, h), entries).unwrap();
+        let mut cpu_palette = vec![[0.0f32; 12]; entries];
+        let frame_count = 5;
+        let mut image = None;
+        for f in 0..frame_count {
+            let (run, split) = frames
+                .write(&ctx, &mut gpu_store, |store, p| {
+                    assert_eq!(p.len(), entries);
+                    gpu_animator.run_frame_into(store, 1.0 / 60.0, p)
+                })
+                .unwrap();
+            run.unwrap();
+            assert!(split.pipeline > std::time::Duration::ZERO);
+            cpu_animator
+                .run_frame_into(&mut cpu_store, 1.0 / 60.0, &mut cpu_palette)
+                .unwrap();
+            assert_eq!(frames.instances().len(), 12);
+            let last = f + 1 == frame_count;
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            frames.encode(&ctx, &mut encoder, &camera, last).unwrap();
+            let sub = ctx.queue.submit([encoder.finish()]);
+            frames.submitted(sub.clone());
+            if last {
+                image = Some(frames.read_image(&ctx, sub).unwrap());
+            }
+        }
+        let times = frames.finish(&ctx).unwrap();
+        let timed = ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        assert_eq!(frames.has_gpu_timer(), timed);
+        assert_eq!(
+            times.len(),
+            if timed { frame_count } else { 0 },
+            "{times:?}"
+        );
+        match (raster, frames.image()) {
+            (Rasteriser::Graphics, FrameImage::Texture(_))
+            | (Rasteriser::Compute, FrameImage::Buffer(_)) => {}
+            (r, _) => panic!("{r:?} shows the other renderer's image"),
+        }
+        // The reference: the CPU store's palettes and instances, drawn by the renderer alone.
+        let buffer = ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("reference palette"),
+                contents: bytemuck::cast_slice(&cpu_palette),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        let mut instances = Vec::new();
+        let mut q = cpu_store
+            .query::<(&FrameSlot, &EntityTransform)>()
+            .unwrap()
+            .with::<SkinRef>();
+        q.for_each(|_, (s, t)| instances.push(Instance::new(s.palette_offset, t.0.to_affine())));
+        drop(q);
+        assert_eq!(instances, frames.instances());
+        let reference = match raster {
+            Rasteriser::Graphics => CrowdRenderer::new(&ctx, &m.mesh, w, h)
+                .unwrap()
+                .render(&ctx, &buffer, &instances, &camera)
+                .unwrap(),
+            Rasteriser::Compute => ComputeCrowdRenderer::new(&ctx, &m.mesh, w, h)
+                .unwrap()
+                .render(&ctx, &buffer, &instances, &camera)
+                .unwrap(),
+        };
+        let image = image.unwrap();
+        let background = reference.pixel(0, 0).unwrap();
+        let covered = reference
+            .pixels
+            .chunks_exact(4)
+            .filter(|p| *p != background)
+            .count();
+        assert!(covered > 2000, "{raster:?}: {covered} pixels drawn");
+        assert!(
+            image == reference,
+            "{raster:?}: the ring's frame differs from the CPU palettes'"
+        );
+    }
+}
