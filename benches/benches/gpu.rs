@@ -470,7 +470,11 @@ fn main() -> Result<(), BoxError> {
                         &ctx,
                         &mut enc,
                         &gpu_mesh,
-                        SkinBuffers { palette, out: &out },
+                        SkinBuffers {
+                            palette,
+                            out: &out,
+                            morphs: None,
+                        },
                         SkinBatch {
                             palette_base: b * batch * gpu_mesh.bone_count(),
                             instance_count: count,

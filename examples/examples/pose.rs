@@ -5,14 +5,19 @@
 //! column-major]}...], "primitives": [{"node", "mesh", "primitive", "positions": [x, y, z,
 //! ...]}...]}`. Only the chosen clip is applied; nodes it does not animate keep their rest
 //! transform. Skinned positions follow the glTF formula `Σ wᵢ · (jointWorldᵢ · inverseBindᵢ) ·
-//! p`, ignoring the skinned node's own transform.
+//! (p_bind + Σₖ mₖ · Δₖ)`, ignoring the skinned node's own transform; the morph weights `mₖ`
+//! are the clip's (its `weights` channel), else `node.weights`, else `mesh.weights`, else 0. A
+//! mesh node without a skin whose weights an animation of the file drives is listed too, with
+//! world-space positions `nodeWorld · (p_bind + Σₖ mₖ · Δₖ)`.
 
 use clap::Parser;
 use glam::Mat4;
 use serde_json::json;
 use sinew_jobs::animator::Animator;
 use sinew_jobs::asset::AssetRegistry;
-use sinew_jobs::component::{AnimationToProcess, FrameSlot, SkinRef, animated};
+use sinew_jobs::component::{
+    AnimationToProcess, CurveValues, FrameSlot, MorphWeights, SkinRef, animated,
+};
 use sinew_jobs::frame::ModelPoses;
 use sinew_jobs::import::import_gltf;
 use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
@@ -107,15 +112,36 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
                 .looping(false),
         ]
     };
-    // One entity per skinned primitive (each gets its own palette); one bare entity otherwise.
+    // One entity per skinned primitive (each gets its own palette), and one per primitive of
+    // an unskinned node whose weights an animation drives (its mesh bound to the node); one
+    // bare entity otherwise.
+    let animated_weights = |node_name: &str| {
+        let prefix = format!("{node_name}.weights[");
+        scene
+            .clips
+            .iter()
+            .any(|c| c.curves().iter().any(|k| k.name.starts_with(&prefix)))
+    };
+    let morphed = scene
+        .morphed_nodes
+        .iter()
+        .filter(|m| animated_weights(&m.node_name));
     let mut skinned = Vec::new();
-    for m in &scene.meshes {
+    for m in scene.meshes.iter().chain(morphed) {
         let e = store
             .spawn(animated(scene.rig.clone(), anim()))
             .map_err(|e| e.to_string())?;
         store
             .insert(e, SkinRef::new(m.skinned_mesh.clone()))
             .map_err(|e| e.to_string())?;
+        if !m.skinned_mesh.morph_targets().is_empty() {
+            store
+                .insert(e, CurveValues::default())
+                .map_err(|e| e.to_string())?;
+            store
+                .insert(e, m.morph_weights_component())
+                .map_err(|e| e.to_string())?;
+        }
         skinned.push((e, m));
     }
     let first = match skinned.first() {
@@ -165,10 +191,14 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
         let range =
             slot.palette_offset as usize..(slot.palette_offset + slot.palette_count) as usize;
         let palette = palettes.get(range).ok_or("palette range out of bounds")?;
+        let active = match store.get::<MorphWeights>(*e) {
+            Ok(w) => w.active().to_vec(),
+            Err(_) => Vec::new(),
+        };
         let positions = if args.gpu {
-            gpu_positions(&m.skinned_mesh, palette)?
+            gpu_positions(&m.skinned_mesh, palette, &active)?
         } else {
-            m.skinned_mesh.skin_cpu(palette).0
+            m.skinned_mesh.skin_cpu_morphed(palette, &active).0
         };
         let flat: Vec<f32> = positions.iter().flat_map(|p| [p.x, p.y, p.z]).collect();
         primitives.push(
@@ -188,9 +218,10 @@ fn run(args: &Args) -> Result<serde_json::Value, String> {
 fn gpu_positions(
     mesh: &sinew_jobs::asset::SkinnedMesh,
     palette: &[[f32; 12]],
+    active: &[sinew_jobs::asset::ActiveMorph],
 ) -> Result<Vec<glam::Vec3>, String> {
     let ctx = sinew_gpu::context::GpuContext::new().map_err(|e| format!("--gpu: {e}"))?;
-    sinew_gpu::skin_pass::SkinPass::skin_positions(&ctx, mesh, palette)
+    sinew_gpu::skin_pass::SkinPass::skin_positions_morphed(&ctx, mesh, palette, active)
         .map(|(p, _)| p)
         .map_err(|e| format!("--gpu: {e}"))
 }

@@ -9,17 +9,19 @@
 //!
 //! The vertex path uses the mesh's first four influences (those with the largest weights);
 //! a second influence set, when the mesh has one, is used only by the compute path
-//! ([`crate::skin_pass`]).
+//! ([`crate::skin_pass`]). Like the compute path, it morphs each vertex by its instance's
+//! active targets first ([`CrowdRenderer::set_morphs`]; deltas in a storage buffer, indexed by
+//! `instance_index`) and skins by the mesh's `SkinningMethod` (linear or dual quaternion).
 
 use std::path::Path;
 
 use glam::{Affine3A, Mat4, Vec2, Vec3, Vec4};
-use sinew_jobs::asset::SkinnedMesh;
+use sinew_jobs::asset::{ActiveMorph, SkinnedMesh, SkinningMethod};
 use wgpu::util::DeviceExt;
 
 use crate::context::{GpuContext, GpuError};
 use crate::palette_ring::{ENTRY_BYTES, PaletteRing};
-use crate::skin_pass::SKINNING_WGSL;
+use crate::skin_pass::{MorphInstances, SKINNING_WGSL, morph_delta_buffer};
 
 /// The colour target format.
 pub const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
@@ -185,6 +187,8 @@ struct Globals {
     view_proj: [[f32; 4]; 4],
     light_dir: [f32; 4],
     albedo_ambient: [f32; 4],
+    /// Dual quaternion (1) or linear (0), vertex count, whether instances have morph ranges.
+    skin: [u32; 4],
 }
 
 /// Shading parameters.
@@ -222,6 +226,12 @@ pub struct CrowdRenderer {
     bone_count: u32,
     instances: wgpu::Buffer,
     instance_count: u32,
+    morph_deltas: wgpu::Buffer,
+    morph_targets: u32,
+    morphs: Option<MorphInstances>,
+    no_morphs: MorphInstances,
+    skinning: SkinningMethod,
+    vertex_count: u32,
     globals: wgpu::Buffer,
     color: wgpu::Texture,
     color_view: wgpu::TextureView,
@@ -391,6 +401,14 @@ impl CrowdRenderer {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let vertex_count =
+            u32::try_from(mesh.positions().len()).map_err(|_| GpuError::InvalidInput {
+                what: "CrowdRenderer: vertex count over u32".into(),
+            })?;
+        let morph_targets =
+            u32::try_from(mesh.morph_targets().len()).map_err(|_| GpuError::InvalidInput {
+                what: "CrowdRenderer: morph target count over u32".into(),
+            })?;
         Ok(Self {
             pipeline,
             layout,
@@ -400,6 +418,12 @@ impl CrowdRenderer {
             bone_count,
             instances,
             instance_count: 0,
+            morph_deltas: morph_delta_buffer(ctx, mesh)?,
+            morph_targets,
+            morphs: None,
+            no_morphs: MorphInstances::none(ctx),
+            skinning: mesh.skinning(),
+            vertex_count,
             globals,
             color_view: color.create_view(&wgpu::TextureViewDescriptor::default()),
             color,
@@ -438,11 +462,33 @@ impl CrowdRenderer {
         self.instance_count
     }
 
+    /// Sets each instance's active morph targets (one list per instance, in instance order:
+    /// `MorphWeights::active` of its entity); until then, or after
+    /// [`CrowdRenderer::clear_morphs`], instances draw the bind shape. The next
+    /// [`CrowdRenderer::set_instances`] must upload as many instances.
+    ///
+    /// # Errors
+    /// As [`MorphInstances::new`].
+    pub fn set_morphs(
+        &mut self,
+        ctx: &GpuContext,
+        lists: &[&[ActiveMorph]],
+    ) -> Result<(), GpuError> {
+        self.morphs = Some(MorphInstances::new(ctx, self.morph_targets, lists)?);
+        Ok(())
+    }
+
+    /// Drops the morph lists: instances draw the bind shape.
+    pub fn clear_morphs(&mut self) {
+        self.morphs = None;
+    }
+
     /// Uploads the instances (growing the instance buffer when needed).
     ///
     /// # Errors
-    /// [`GpuError::InvalidInput`] for more than `u32::MAX` instances, [`GpuError::TooLarge`]
-    /// past the buffer limit.
+    /// [`GpuError::InvalidInput`] for more than `u32::MAX` instances, or another count than
+    /// the morph lists of [`CrowdRenderer::set_morphs`]; [`GpuError::TooLarge`] past the
+    /// buffer limit.
     pub fn set_instances(
         &mut self,
         ctx: &GpuContext,
@@ -451,6 +497,16 @@ impl CrowdRenderer {
         let count = u32::try_from(instances.len()).map_err(|_| GpuError::InvalidInput {
             what: format!("CrowdRenderer: {} instances (over u32)", instances.len()),
         })?;
+        if let Some(m) = &self.morphs
+            && m.instance_count() != count
+        {
+            return Err(GpuError::InvalidInput {
+                what: format!(
+                    "CrowdRenderer: {count} instances but morph lists for {}",
+                    m.instance_count()
+                ),
+            });
+        }
         let bytes: &[u8] = bytemuck::cast_slice(instances);
         if bytes.len() as u64 > self.instances.size() {
             let size = (bytes.len() as u64).saturating_mul(3) / 2;
@@ -516,9 +572,16 @@ impl CrowdRenderer {
                 .to_cols_array_2d(),
             light_dir: Vec4::from((s.light_dir.normalize_or_zero(), 0.0)).to_array(),
             albedo_ambient: Vec4::from((s.albedo, s.ambient.clamp(0.0, 1.0))).to_array(),
+            skin: [
+                u32::from(self.skinning == SkinningMethod::DualQuaternion),
+                self.vertex_count,
+                u32::from(self.morphs.is_some() && self.morph_targets > 0),
+                0,
+            ],
         };
         ctx.queue
             .write_buffer(&self.globals, 0, bytemuck::bytes_of(&globals));
+        let morphs = self.morphs.as_ref().unwrap_or(&self.no_morphs);
         let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("crowd bind group"),
             layout: &self.layout,
@@ -530,6 +593,18 @@ impl CrowdRenderer {
                 wgpu::BindGroupEntry {
                     binding: 1,
                     resource: self.globals.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 6,
+                    resource: self.morph_deltas.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 7,
+                    resource: morphs.ranges().as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 8,
+                    resource: morphs.active().as_entire_binding(),
                 },
             ],
         });

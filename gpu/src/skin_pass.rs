@@ -9,9 +9,15 @@
 //! Instances of one dispatch use palettes at `palette_base + i · bones_per_instance`: the
 //! layout `Animator` produces for a crowd of one mesh (each entity's palette follows the
 //! previous one's).
+//!
+//! A mesh with morph targets keeps its deltas in a storage buffer ([`GpuSkinMesh`]); each
+//! instance of a batch names its active targets ([`MorphInstances`], built from the entities'
+//! `MorphWeights::active` lists), and the shader adds only those deltas before skinning, so
+//! targets at weight 0 cost nothing. A mesh whose [`SkinningMethod`] is dual quaternion is
+//! skinned by the shader's `dqs_*` functions.
 
 use glam::Vec3;
-use sinew_jobs::asset::SkinnedMesh;
+use sinew_jobs::asset::{ActiveMorph, SkinnedMesh, SkinningMethod};
 use wgpu::util::DeviceExt;
 
 use crate::context::{GpuContext, GpuError};
@@ -34,8 +40,8 @@ struct SkinParams {
     has_extra: u32,
     row_stride: u32,
     instance_count: u32,
-    pad0: u32,
-    pad1: u32,
+    skinning: u32,
+    has_morph: u32,
 }
 
 #[repr(C)]
@@ -59,18 +65,202 @@ struct Influences {
 pub struct GpuSkinMesh {
     vertices: wgpu::Buffer,
     influences: wgpu::Buffer,
+    morph_deltas: wgpu::Buffer,
     vertex_count: u32,
     bone_count: u32,
+    morph_targets: u32,
+    skinning: SkinningMethod,
     has_extra: bool,
     has_normals: bool,
 }
 
-impl GpuSkinMesh {
-    /// Uploads `mesh` (positions, normals, both influence sets).
+/// The morph deltas of `mesh` as the shaders read them: two `vec4<f32>` (position, normal
+/// delta) per (target, vertex), target-major; one zero entry for a mesh without targets (a
+/// binding needs a buffer).
+pub(crate) fn morph_delta_buffer(
+    ctx: &GpuContext,
+    mesh: &SkinnedMesh,
+) -> Result<wgpu::Buffer, GpuError> {
+    let morph = mesh.morph_targets();
+    let normals = morph.normal_deltas();
+    let mut deltas: Vec<[f32; 4]> = Vec::with_capacity(morph.position_deltas().len() * 2);
+    for (i, p) in morph.position_deltas().iter().enumerate() {
+        let n = normals.get(i).copied().unwrap_or(Vec3::ZERO);
+        deltas.push([p.x, p.y, p.z, 0.0]);
+        deltas.push([n.x, n.y, n.z, 0.0]);
+    }
+    if deltas.is_empty() {
+        deltas.push([0.0; 4]);
+        deltas.push([0.0; 4]);
+    }
+    ctx.storage_init(
+        &format!(
+            "morph deltas of mesh '{}' ({} targets)",
+            mesh.name(),
+            morph.len()
+        ),
+        bytemuck::cast_slice(&deltas),
+        wgpu::BufferUsages::empty(),
+    )
+}
+
+/// Per-instance `(first, count)` ranges, the flat entries, the instance count.
+type PackedLists = (Vec<[u32; 2]>, Vec<ActiveMorph>, u32);
+
+/// The active morph targets of each instance of a batch, on the GPU: per instance a range
+/// into one flat list of (target, weight) entries. Build one per batch, instance after
+/// instance in the batch's order.
+#[derive(Debug)]
+pub struct MorphInstances {
+    ranges: wgpu::Buffer,
+    active: wgpu::Buffer,
+    instances: u32,
+}
+
+impl MorphInstances {
+    /// Uploads one active list per instance (`MorphWeights::active` of each entity), checked
+    /// against a mesh of `targets` morph targets.
     ///
     /// # Errors
-    /// [`GpuError::TooLarge`] past the storage binding limit, [`GpuError::InvalidInput`] for
-    /// more vertices than `u32` holds.
+    /// [`GpuError::InvalidInput`] naming the instance and entry for a target index out of
+    /// range or a weight that is NaN or infinite; [`GpuError::TooLarge`] past the storage
+    /// binding limit.
+    pub fn new(ctx: &GpuContext, targets: u32, lists: &[&[ActiveMorph]]) -> Result<Self, GpuError> {
+        let (ranges, active, instances) = Self::pack(targets, lists)?;
+        Ok(Self {
+            ranges: ctx.storage_init(
+                "morph ranges",
+                bytemuck::cast_slice(&ranges),
+                wgpu::BufferUsages::empty(),
+            )?,
+            active: ctx.storage_init(
+                "active morph targets",
+                bytemuck::cast_slice(&active),
+                wgpu::BufferUsages::empty(),
+            )?,
+            instances,
+        })
+    }
+
+    /// Replaces the lists (the next frame's), writing into the existing buffers when they are
+    /// large enough (one `queue.write_buffer` each) and growing them otherwise.
+    ///
+    /// # Errors
+    /// As [`MorphInstances::new`]; on an error the previous lists stay.
+    pub fn write(
+        &mut self,
+        ctx: &GpuContext,
+        targets: u32,
+        lists: &[&[ActiveMorph]],
+    ) -> Result<(), GpuError> {
+        let (ranges, active, instances) = Self::pack(targets, lists)?;
+        let reuse = |buffer: &wgpu::Buffer, bytes: &[u8]| {
+            bytes.len() as u64 <= buffer.size()
+                && buffer.usage().contains(wgpu::BufferUsages::COPY_DST)
+        };
+        let (rb, ab): (&[u8], &[u8]) =
+            (bytemuck::cast_slice(&ranges), bytemuck::cast_slice(&active));
+        let new_ranges = if reuse(&self.ranges, rb) {
+            None
+        } else {
+            Some(ctx.storage_init("morph ranges", rb, wgpu::BufferUsages::empty())?)
+        };
+        let new_active = if reuse(&self.active, ab) {
+            None
+        } else {
+            Some(ctx.storage_init("active morph targets", ab, wgpu::BufferUsages::empty())?)
+        };
+        match new_ranges {
+            Some(b) => self.ranges = b,
+            None => ctx.queue.write_buffer(&self.ranges, 0, rb),
+        }
+        match new_active {
+            Some(b) => self.active = b,
+            None => ctx.queue.write_buffer(&self.active, 0, ab),
+        }
+        self.instances = instances;
+        Ok(())
+    }
+
+    /// Checks the lists and flattens them: per-instance `(first, count)` ranges, the entries,
+    /// the instance count (neither vector empty: a binding needs a buffer).
+    fn pack(targets: u32, lists: &[&[ActiveMorph]]) -> Result<PackedLists, GpuError> {
+        let mut ranges: Vec<[u32; 2]> = Vec::with_capacity(lists.len().max(1));
+        let mut active: Vec<ActiveMorph> = Vec::new();
+        for (i, list) in lists.iter().enumerate() {
+            if let Some((k, a)) = list
+                .iter()
+                .enumerate()
+                .find(|(_, a)| a.target >= targets || !a.weight.is_finite())
+            {
+                return Err(GpuError::InvalidInput {
+                    what: format!(
+                        "MorphInstances: instance {i} entry {k}: target {} weight {} (the mesh has {targets} targets; weights must be finite)",
+                        a.target, a.weight
+                    ),
+                });
+            }
+            let too_many = || GpuError::InvalidInput {
+                what: "MorphInstances: more than u32::MAX active entries".into(),
+            };
+            let first = u32::try_from(active.len()).map_err(|_| too_many())?;
+            let count = u32::try_from(list.len()).map_err(|_| too_many())?;
+            ranges.push([first, count]);
+            active.extend_from_slice(list);
+        }
+        let instances = u32::try_from(lists.len()).map_err(|_| GpuError::InvalidInput {
+            what: "MorphInstances: more than u32::MAX instances".into(),
+        })?;
+        if ranges.is_empty() {
+            ranges.push([0, 0]);
+        }
+        if active.is_empty() {
+            active.push(ActiveMorph::default());
+        }
+        Ok((ranges, active, instances))
+    }
+
+    /// The placeholder bound when a batch has no morph lists (one empty range, one zero
+    /// entry; the shader does not read them).
+    pub(crate) fn none(ctx: &GpuContext) -> Self {
+        let buffer = |label: &str| {
+            ctx.device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(label),
+                    contents: &[0u8; 16],
+                    usage: wgpu::BufferUsages::STORAGE,
+                })
+        };
+        Self {
+            ranges: buffer("no morph ranges"),
+            active: buffer("no active morph targets"),
+            instances: 0,
+        }
+    }
+
+    /// Number of instances.
+    pub fn instance_count(&self) -> u32 {
+        self.instances
+    }
+
+    /// The per-instance ranges buffer (binding 7 of `skinning.wgsl`).
+    pub(crate) fn ranges(&self) -> &wgpu::Buffer {
+        &self.ranges
+    }
+
+    /// The flat active list (binding 8 of `skinning.wgsl`).
+    pub(crate) fn active(&self) -> &wgpu::Buffer {
+        &self.active
+    }
+}
+
+impl GpuSkinMesh {
+    /// Uploads `mesh` (positions, normals, both influence sets, morph deltas).
+    ///
+    /// # Errors
+    /// [`GpuError::TooLarge`] past the storage binding limit (the morph deltas' error names the
+    /// mesh and its target count), [`GpuError::InvalidInput`] for more vertices than `u32`
+    /// holds.
     pub fn new(ctx: &GpuContext, mesh: &SkinnedMesh) -> Result<Self, GpuError> {
         let n = mesh.positions().len();
         let vertex_count = u32::try_from(n).map_err(|_| GpuError::InvalidInput {
@@ -99,7 +289,14 @@ impl GpuSkinMesh {
                 w1: mesh.weights_extra().get(i).copied().unwrap_or([0.0; 4]),
             })
             .collect();
+        let morph_targets =
+            u32::try_from(mesh.morph_targets().len()).map_err(|_| GpuError::InvalidInput {
+                what: format!("mesh '{}' has too many morph targets", mesh.name()),
+            })?;
         Ok(Self {
+            morph_deltas: morph_delta_buffer(ctx, mesh)?,
+            morph_targets,
+            skinning: mesh.skinning(),
             vertices: ctx.storage_init(
                 "skin vertices",
                 bytemuck::cast_slice(&vertices),
@@ -131,6 +328,11 @@ impl GpuSkinMesh {
     pub fn has_extra_influences(&self) -> bool {
         self.has_extra
     }
+
+    /// Number of morph targets.
+    pub fn morph_target_count(&self) -> u32 {
+        self.morph_targets
+    }
 }
 
 /// One batch of a skinning dispatch.
@@ -149,6 +351,8 @@ pub struct SkinBuffers<'a> {
     pub palette: &'a wgpu::Buffer,
     /// Output (STORAGE), at least [`SkinPass::output_size`] bytes.
     pub out: &'a wgpu::Buffer,
+    /// The active morph targets of each instance of the batch (`None`: the bind shape).
+    pub morphs: Option<&'a MorphInstances>,
 }
 
 /// The compute skinning pipeline.
@@ -156,6 +360,7 @@ pub struct SkinBuffers<'a> {
 pub struct SkinPass {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
+    no_morphs: MorphInstances,
 }
 
 impl SkinPass {
@@ -178,7 +383,11 @@ impl SkinPass {
                 cache: None,
             });
         let layout = pipeline.get_bind_group_layout(0);
-        Self { pipeline, layout }
+        Self {
+            pipeline,
+            layout,
+            no_morphs: MorphInstances::none(ctx),
+        }
     }
 
     /// Bytes of output for `instances` instances of `mesh`.
@@ -193,8 +402,9 @@ impl SkinPass {
     /// # Errors
     /// [`GpuError::TooLarge`] when the batch's output exceeds the storage binding limit;
     /// [`GpuError::InvalidInput`] when `out` is too small, the batch has more instances than
-    /// the device's per-dimension workgroup limit, or the mesh needs more workgroups than
-    /// two dimensions hold.
+    /// the device's per-dimension workgroup limit, the mesh needs more workgroups than
+    /// two dimensions hold, or `buffers.morphs` holds another number of instances than the
+    /// batch.
     pub fn encode(
         &self,
         ctx: &GpuContext,
@@ -205,7 +415,23 @@ impl SkinPass {
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), GpuError> {
         ctx.check_device()?;
-        let SkinBuffers { palette, out } = buffers;
+        let SkinBuffers {
+            palette,
+            out,
+            morphs,
+        } = buffers;
+        if let Some(m) = morphs
+            && m.instances != batch.instance_count
+        {
+            return Err(GpuError::InvalidInput {
+                what: format!(
+                    "SkinPass::encode: morph lists for {} instances, the batch has {}",
+                    m.instances, batch.instance_count
+                ),
+            });
+        }
+        let has_morph = morphs.is_some() && mesh.morph_targets > 0;
+        let morphs = morphs.unwrap_or(&self.no_morphs);
         let need = Self::output_size(mesh, batch.instance_count);
         if out.size() < need {
             return Err(GpuError::InvalidInput {
@@ -253,8 +479,8 @@ impl SkinPass {
             has_extra: u32::from(mesh.has_extra),
             row_stride: gx * WORKGROUP_SIZE,
             instance_count: batch.instance_count,
-            pad0: 0,
-            pad1: 0,
+            skinning: u32::from(mesh.skinning == SkinningMethod::DualQuaternion),
+            has_morph: u32::from(has_morph),
         };
         let params = ctx
             .device
@@ -291,6 +517,18 @@ impl SkinPass {
                         size: std::num::NonZeroU64::new(need.max(32)),
                     }),
                 },
+                wgpu::BindGroupEntry {
+                    binding: 6,
+                    resource: mesh.morph_deltas.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 7,
+                    resource: morphs.ranges.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 8,
+                    resource: morphs.active.as_entire_binding(),
+                },
             ],
         });
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -308,12 +546,27 @@ impl SkinPass {
     /// mesh has none, as with `SkinnedMesh::skin_cpu`.
     ///
     /// # Errors
-    /// [`GpuError::InvalidInput`] when `palette` is shorter than the mesh's bone count or
-    /// holds a non-finite value; [`GpuError::Map`] / [`GpuError::Poll`] on read-back.
+    /// As [`SkinPass::skin_positions_morphed`].
     pub fn skin_positions(
         ctx: &GpuContext,
         mesh: &SkinnedMesh,
         palette: &[[f32; 12]],
+    ) -> Result<(Vec<Vec3>, Vec<Vec3>), GpuError> {
+        Self::skin_positions_morphed(ctx, mesh, palette, &[])
+    }
+
+    /// [`SkinPass::skin_positions`] with the morph targets in `active` applied first: the GPU
+    /// counterpart of `SkinnedMesh::skin_cpu_morphed`.
+    ///
+    /// # Errors
+    /// [`GpuError::InvalidInput`] when `palette` is shorter than the mesh's bone count or
+    /// holds a non-finite value, or `active` names a target the mesh lacks or a non-finite
+    /// weight; [`GpuError::Map`] / [`GpuError::Poll`] on read-back.
+    pub fn skin_positions_morphed(
+        ctx: &GpuContext,
+        mesh: &SkinnedMesh,
+        palette: &[[f32; 12]],
+        active: &[ActiveMorph],
     ) -> Result<(Vec<Vec3>, Vec<Vec3>), GpuError> {
         ctx.check_device()?;
         if palette.len() < mesh.bone_count() {
@@ -336,6 +589,7 @@ impl SkinPass {
         }
         let gpu_mesh = GpuSkinMesh::new(ctx, mesh)?;
         let pass = Self::new(ctx);
+        let morphs = MorphInstances::new(ctx, gpu_mesh.morph_targets, &[active])?;
         let palette_buf = ctx.storage_init(
             "palette",
             bytemuck::cast_slice(palette),
@@ -360,6 +614,7 @@ impl SkinPass {
             SkinBuffers {
                 palette: &palette_buf,
                 out: &out,
+                morphs: Some(&morphs),
             },
             SkinBatch {
                 palette_base: 0,

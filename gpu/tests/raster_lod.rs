@@ -360,6 +360,7 @@ fn ground_crossing_the_eye_plane_matches_the_hardware_renderer() {
         influences: vec![sinew_jobs::asset::RawVertexInfluences(vec![(0, 1.0)]); 4],
         // Both windings: whichever faces the camera is drawn.
         indices: vec![0, 1, 2, 0, 2, 3, 0, 2, 1, 0, 3, 2],
+        ..Default::default()
     }
     .bake()
     .unwrap();

@@ -453,6 +453,7 @@ mod tests {
             normals: vec![],
             influences: vec![RawVertexInfluences(vec![(0, 1.0)])],
             indices: vec![],
+            ..Default::default()
         }
         .bake()
         .unwrap();

@@ -2,11 +2,13 @@
 //!
 //! An animated entity has [`RigRef`], [`Animations`], [`LayerWeights`], [`FrameSlot`] and
 //! [`SamplingCursors`] (use [`AnimatedBundle`]), usually [`EntityTransform`] and
-//! [`RootMotion`], optionally [`SkinRef`] (a skinned mesh driven by the rig), [`CurveValues`]
-//! and [`FiredEvents`]. Bone entities that follow a bone carry [`ExposedBone`] and
+//! [`RootMotion`], optionally [`SkinRef`] (a skinned mesh driven by the rig), [`CurveValues`],
+//! [`FiredEvents`] and [`MorphWeights`] (the mesh's morph-target weights). Bone entities that follow a bone carry [`ExposedBone`] and
 //! [`BoneWorld`].
 
-use crate::asset::{AvatarMask, BoneHash, BoneIndex, Clip, Rig, SkinnedMesh, Transform};
+use crate::asset::{
+    ActiveMorph, AvatarMask, BoneHash, BoneIndex, Clip, Rig, SkinnedMesh, Transform, bone_hash,
+};
 use crate::error::JobError;
 use glam::{Affine3A, Quat, Vec3};
 use sinew_runtime::store::Entity;
@@ -269,6 +271,96 @@ impl CurveValues {
     pub(crate) fn normalize(&mut self) {
         for ((_, v), w) in self.values.iter_mut().zip(&self.weights) {
             *v /= *w;
+        }
+    }
+}
+
+/// The morph-target weights of an entity's mesh ([`SkinRef`]): one base weight per target,
+/// set from code (or the file's node and mesh defaults), and optionally the curve that
+/// animates each target. Each frame the morph-weights job
+/// ([`MorphWeightsJob`](crate::morph_weights::MorphWeightsJob)) takes, per target, the value of
+/// its curve in [`CurveValues`] when a playing clip has that curve, else the base weight, and
+/// writes the targets whose weight is not 0 to [`MorphWeights::active`]: the compacted list
+/// the CPU and GPU skinning paths walk, so targets at weight 0 cost nothing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MorphWeights {
+    base: Vec<f32>,
+    /// Per target, the hash of the curve that animates it (empty: none is animated).
+    curves: Vec<BoneHash>,
+    active: Vec<ActiveMorph>,
+}
+
+impl MorphWeights {
+    /// Base weights, one per target of the entity's mesh, none animated.
+    pub fn new(base: Vec<f32>) -> Self {
+        Self {
+            base,
+            curves: Vec::new(),
+            active: Vec::new(),
+        }
+    }
+    /// The mesh's default weights, none animated.
+    pub fn for_mesh(mesh: &SkinnedMesh) -> Self {
+        Self::new(mesh.morph_targets().default_weights().to_vec())
+    }
+    /// Animates target `k` by the curve `<prefix>.weights[k]` (the name the glTF importer gives
+    /// a node's `weights` channel; `prefix` is the node's name).
+    pub fn animated_by(mut self, prefix: &str) -> Self {
+        self.curves = (0..self.base.len())
+            .map(|k| bone_hash(&format!("{prefix}.weights[{k}]")))
+            .collect();
+        self
+    }
+    /// Sets target `target`'s base weight (what it takes while no playing clip animates it).
+    ///
+    /// # Errors
+    /// [`JobError::BadMorphWeights`] for a target out of range or a NaN or infinite weight.
+    pub fn set(&mut self, target: usize, weight: f32) -> Result<(), JobError> {
+        let err = |reason: String| JobError::BadMorphWeights {
+            entity: None,
+            mesh: String::new(),
+            target: Some(target),
+            reason,
+        };
+        if !weight.is_finite() {
+            return Err(err(format!("weight {weight} is not finite")));
+        }
+        let n = self.base.len();
+        let slot = self
+            .base
+            .get_mut(target)
+            .ok_or_else(|| err(format!("out of range ({n} targets)")))?;
+        *slot = weight;
+        Ok(())
+    }
+    /// Base weights, one per target.
+    pub fn base(&self) -> &[f32] {
+        &self.base
+    }
+    /// The curve hash animating each target (empty when none is animated).
+    pub fn curves(&self) -> &[BoneHash] {
+        &self.curves
+    }
+    /// The targets whose weight was not 0 in the last frame, by increasing target index.
+    pub fn active(&self) -> &[ActiveMorph] {
+        &self.active
+    }
+    /// Rewrites the active list: per target in order, `animated(curve)` when it gives a value,
+    /// else the base weight; zeros left out. No allocation once the list has grown.
+    pub(crate) fn compact(&mut self, animated: impl Fn(BoneHash) -> Option<f32>) {
+        self.active.clear();
+        for (k, base) in self.base.iter().enumerate() {
+            let weight = self
+                .curves
+                .get(k)
+                .and_then(|h| animated(*h))
+                .unwrap_or(*base);
+            if weight != 0.0 {
+                self.active.push(ActiveMorph {
+                    target: k as u32,
+                    weight,
+                });
+            }
         }
     }
 }

@@ -113,6 +113,18 @@ pub enum JobError {
         /// What is wrong, and with which bone.
         error: crate::pose_stage::StageError,
     },
+    /// An entity's morph weights do not fit its mesh (another count of targets than the
+    /// mesh has, or a NaN or infinite weight set from code).
+    BadMorphWeights {
+        /// The entity, when known (`None` when set on a component not yet spawned).
+        entity: Option<Entity>,
+        /// The mesh.
+        mesh: String,
+        /// The target, when one is at fault.
+        target: Option<usize>,
+        /// What is wrong.
+        reason: String,
+    },
     /// The frame call lent a palette slice that the palette-writing node cannot borrow.
     PaletteUnavailable {
         /// The job.
@@ -199,6 +211,22 @@ impl fmt::Display for JobError {
                     write!(f, "entity {entity:?}: ")?;
                 }
                 write!(f, "bone {bone} out of range ({bone_count} bones)")
+            }
+            Self::BadMorphWeights {
+                entity,
+                mesh,
+                target,
+                reason,
+            } => {
+                write!(f, "morph weights: ")?;
+                if let Some(entity) = entity {
+                    write!(f, "entity {entity:?}: ")?;
+                }
+                write!(f, "mesh '{mesh}': ")?;
+                if let Some(target) = target {
+                    write!(f, "target {target}: ")?;
+                }
+                write!(f, "{reason}")
             }
             Self::MissingRemap { entity, mesh } => {
                 write!(

@@ -62,6 +62,7 @@
 //!         normals: vec![],
 //!         influences: vec![RawVertexInfluences(vec![(0, 1.0)])],
 //!         indices: vec![],
+//!         ..Default::default()
 //!     }
 //!     .bake()?,
 //! );
@@ -108,6 +109,7 @@ pub mod j9_skinning;
 #[cfg(feature = "baked")]
 pub mod lod;
 pub mod math;
+pub mod morph_weights;
 pub mod pipeline;
 pub mod pose_chain;
 pub mod pose_stage;
@@ -121,6 +123,7 @@ pub use j6_root_motion::RootMotionJob;
 pub use j7_propagate::PropagateJob;
 pub use j8_remap_cache::{RemapCache, RemapCacheJob};
 pub use j9_skinning::SkinningJob;
+pub use morph_weights::MorphWeightsJob;
 
 /// The README's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

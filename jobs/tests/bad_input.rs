@@ -60,6 +60,7 @@ fn mesh(positions: usize, influences: Vec<RawVertexInfluences>) -> RawSkinnedMes
         normals: vec![],
         influences,
         indices: vec![],
+        ..Default::default()
     }
 }
 

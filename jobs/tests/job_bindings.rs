@@ -459,6 +459,7 @@ fn skinning_rejects_missing_remap_short_palette_and_bad_root_bone() {
             normals: vec![],
             influences: vec![RawVertexInfluences(vec![(0, 1.0)])],
             indices: vec![],
+            ..Default::default()
         }
         .bake()
         .unwrap(),

@@ -111,6 +111,7 @@ fn arm_mesh() -> SkinnedMesh {
             RawVertexInfluences(vec![(2, 1.0)]),
         ],
         indices: vec![],
+        ..Default::default()
     }
     .bake()
     .unwrap()

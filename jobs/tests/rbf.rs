@@ -687,6 +687,7 @@ fn skinned_low_poly_driver_moves_the_high_mesh() {
             })
             .collect(),
         indices: vec![],
+        ..Default::default()
     };
     let mesh = raw.bake().unwrap();
     let binding = Arc::new(

@@ -12,6 +12,13 @@
 //   (three rows of a 3x4 matrix); lambert + ambient shading.
 // - `cs_skin`: compute; up to eight influences per vertex (two sets of four), writes the skinned
 //   position and normal of every vertex of every instance of a batch to a storage buffer.
+//
+// Both morph the vertex first, p = p_bind + Σ m_k · Δ_k over the instance's active targets
+// (a compacted list: targets at weight 0 are not in it and cost nothing), then skin it by
+// linear blending or, per mesh, by dual quaternions (`dqs_*`, the mirror of
+// `sinew_jobs::math::dual_quat`): each palette entry split into rotation × scale/shear by
+// Gram–Schmidt, the scale/shear parts blended linearly and applied first, the rigid parts
+// blended as dual quaternions flipped into the first influence's hemisphere.
 
 @group(0) @binding(0) var<storage, read> palette: array<f32>;
 
@@ -65,6 +72,159 @@ fn normalize_or_zero(v: vec3<f32>) -> vec3<f32> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Morph targets.
+
+// The mesh's deltas, target-major: (target k, vertex v) at 2 · (k · vertex_count + v), the
+// position delta then the normal delta.
+@group(0) @binding(6) var<storage, read> morph_deltas: array<vec4<f32>>;
+// Per instance: (first entry in `morph_active`, entry count).
+@group(0) @binding(7) var<storage, read> morph_ranges: array<vec2<u32>>;
+// Active targets: (target index, weight's bits).
+@group(0) @binding(8) var<storage, read> morph_active: array<vec2<u32>>;
+
+struct Morphed {
+    position: vec3<f32>,
+    normal: vec3<f32>,
+}
+
+// Vertex `v`'s bind position and normal plus the weighted deltas of the instance's active
+// targets, in list order (as `MorphTargets::apply` on the CPU).
+fn morph_vertex(v: u32, vertex_count: u32, range: vec2<u32>, p: vec3<f32>, n: vec3<f32>) -> Morphed {
+    var out = Morphed(p, n);
+    for (var i = 0u; i < range.y; i = i + 1u) {
+        let a = morph_active[range.x + i];
+        let w = bitcast<f32>(a.y);
+        let o = (a.x * vertex_count + v) * 2u;
+        out.position = out.position + morph_deltas[o].xyz * w;
+        out.normal = out.normal + morph_deltas[o + 1u].xyz * w;
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dual-quaternion skinning with scale.
+
+const DQS_TINY: f32 = 1e-20;
+
+struct DqsBlend {
+    real: vec4<f32>,
+    dual: vec4<f32>,
+    s0: vec3<f32>,
+    s1: vec3<f32>,
+    s2: vec3<f32>,
+    pivot: vec4<f32>,
+    started: bool,
+}
+
+fn dqs_zero() -> DqsBlend {
+    return DqsBlend(vec4<f32>(0.0), vec4<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0),
+        vec3<f32>(0.0), vec4<f32>(0.0), false);
+}
+
+// Rotation matrix (columns x, y, z) to a unit quaternion (xyzw), Shepperd's branches.
+fn dqs_quat_from_columns(x: vec3<f32>, y: vec3<f32>, z: vec3<f32>) -> vec4<f32> {
+    let m00 = x.x;
+    let m11 = y.y;
+    let m22 = z.z;
+    let trace = m00 + m11 + m22;
+    var q: vec4<f32>;
+    if (trace > 0.0) {
+        let s = sqrt(trace + 1.0) * 2.0;
+        q = vec4<f32>((y.z - z.y) / s, (z.x - x.z) / s, (x.y - y.x) / s, 0.25 * s);
+    } else if (m00 > m11 && m00 > m22) {
+        let s = sqrt(1.0 + m00 - m11 - m22) * 2.0;
+        q = vec4<f32>(0.25 * s, (y.x + x.y) / s, (z.x + x.z) / s, (y.z - z.y) / s);
+    } else if (m11 > m22) {
+        let s = sqrt(1.0 + m11 - m00 - m22) * 2.0;
+        q = vec4<f32>((y.x + x.y) / s, 0.25 * s, (z.y + y.z) / s, (z.x - x.z) / s);
+    } else {
+        let s = sqrt(1.0 + m22 - m00 - m11) * 2.0;
+        q = vec4<f32>((z.x + x.z) / s, (z.y + y.z) / s, 0.25 * s, (x.y - y.x) / s);
+    }
+    return normalize(q);
+}
+
+fn dqs_qmul(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    let v = b.xyz * a.w + a.xyz * b.w + cross(a.xyz, b.xyz);
+    return vec4<f32>(v, a.w * b.w - dot(a.xyz, b.xyz));
+}
+
+// Adds w · palette[bone], split into rotation, dual part and scale/shear, to the blend.
+fn dqs_add(b: DqsBlend, bone: u32, w: f32) -> DqsBlend {
+    if (w == 0.0) {
+        return b;
+    }
+    let o = bone * 12u;
+    let c0 = vec3<f32>(palette[o], palette[o + 1u], palette[o + 2u]);
+    let c1 = vec3<f32>(palette[o + 3u], palette[o + 4u], palette[o + 5u]);
+    let c2 = vec3<f32>(palette[o + 6u], palette[o + 7u], palette[o + 8u]);
+    let t = vec3<f32>(palette[o + 9u], palette[o + 10u], palette[o + 11u]);
+    let l0 = length(c0);
+    var x = vec3<f32>(1.0, 0.0, 0.0);
+    if (l0 > DQS_TINY) {
+        x = c0 / l0;
+    }
+    let y_raw = c1 - x * dot(x, c1);
+    let l1 = length(y_raw);
+    var y: vec3<f32>;
+    if (l1 > DQS_TINY) {
+        y = y_raw / l1;
+    } else {
+        var axis = vec3<f32>(0.0, 1.0, 0.0);
+        if (abs(x.x) < 0.9) {
+            axis = vec3<f32>(1.0, 0.0, 0.0);
+        }
+        y = normalize(cross(x, axis));
+    }
+    let z = cross(x, y);
+    let real = dqs_quat_from_columns(x, y, z);
+    let dual = dqs_qmul(vec4<f32>(t, 0.0), real) * 0.5;
+    var r = b;
+    if (!b.started) {
+        r.pivot = real;
+        r.started = true;
+    }
+    var s = w;
+    if (dot(r.pivot, real) < 0.0) {
+        s = -w;
+    }
+    r.real = b.real + real * s;
+    r.dual = b.dual + dual * s;
+    // U = Qᵀ · L, column by column.
+    r.s0 = b.s0 + vec3<f32>(dot(x, c0), dot(y, c0), dot(z, c0)) * w;
+    r.s1 = b.s1 + vec3<f32>(dot(x, c1), dot(y, c1), dot(z, c1)) * w;
+    r.s2 = b.s2 + vec3<f32>(dot(x, c2), dot(y, c2), dot(z, c2)) * w;
+    return r;
+}
+
+fn dqs_add4(b: DqsBlend, base: u32, j: vec4<u32>, w: vec4<f32>) -> DqsBlend {
+    var r = dqs_add(b, base + j.x, w.x);
+    r = dqs_add(r, base + j.y, w.y);
+    r = dqs_add(r, base + j.z, w.z);
+    r = dqs_add(r, base + j.w, w.w);
+    return r;
+}
+
+fn dqs_rotate(r: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
+    return v + 2.0 * cross(r.xyz, cross(r.xyz, v) + v * r.w);
+}
+
+// The blend applied to a point and to a direction (the direction not renormalised).
+fn dqs_apply(b: DqsBlend, p: vec3<f32>, n: vec3<f32>) -> Morphed {
+    let len = length(b.real);
+    var r = vec4<f32>(0.0, 0.0, 0.0, 1.0);
+    var d = vec4<f32>(0.0);
+    if (len > DQS_TINY) {
+        r = b.real / len;
+        d = b.dual / len;
+    }
+    let ps = b.s0 * p.x + b.s1 * p.y + b.s2 * p.z;
+    let ns = b.s0 * n.x + b.s1 * n.y + b.s2 * n.z;
+    let t = 2.0 * (d.xyz * r.w - r.xyz * d.w + cross(r.xyz, d.xyz));
+    return Morphed(dqs_rotate(r, ps) + t, dqs_rotate(r, ns));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Instanced draw.
 
 struct Globals {
@@ -73,6 +233,9 @@ struct Globals {
     light_dir: vec4<f32>,
     // rgb: albedo, a: ambient term.
     albedo_ambient: vec4<f32>,
+    // x: 1 for dual-quaternion skinning, y: vertex count, z: 1 when instances have morph
+    // ranges, w unused.
+    skin: vec4<u32>,
 }
 
 @group(0) @binding(1) var<uniform> globals: Globals;
@@ -86,6 +249,8 @@ struct VertexIn {
     @location(5) world_r0: vec4<f32>,
     @location(6) world_r1: vec4<f32>,
     @location(7) world_r2: vec4<f32>,
+    @builtin(vertex_index) vertex: u32,
+    @builtin(instance_index) instance: u32,
 }
 
 struct VertexOut {
@@ -93,11 +258,26 @@ struct VertexOut {
     @location(0) normal: vec3<f32>,
 }
 
+// The vertex morphed by its instance's active targets and skinned, in model space (the normal
+// not renormalised): `vs_main`'s work before the world transform.
+fn vs_skin(v: VertexIn) -> Morphed {
+    var m = Morphed(v.position, v.normal);
+    if (globals.skin.z != 0u) {
+        m = morph_vertex(v.vertex, globals.skin.y, morph_ranges[v.instance], v.position, v.normal);
+    }
+    if (globals.skin.x == 1u) {
+        return dqs_apply(dqs_add4(dqs_zero(), v.palette_base, v.joints, v.weights), m.position,
+            m.normal);
+    }
+    let b = blend4(blend_zero(), v.palette_base, v.joints, v.weights);
+    return Morphed(apply_point(b, m.position), apply_vector(b, m.normal));
+}
+
 @vertex
 fn vs_main(v: VertexIn) -> VertexOut {
-    let b = blend4(blend_zero(), v.palette_base, v.joints, v.weights);
-    let p = vec4<f32>(apply_point(b, v.position), 1.0);
-    let n = vec4<f32>(apply_vector(b, v.normal), 0.0);
+    let skinned = vs_skin(v);
+    let p = vec4<f32>(skinned.position, 1.0);
+    let n = vec4<f32>(skinned.normal, 0.0);
     let world = vec4<f32>(dot(v.world_r0, p), dot(v.world_r1, p), dot(v.world_r2, p), 1.0);
     let wn = vec3<f32>(dot(v.world_r0, n), dot(v.world_r1, n), dot(v.world_r2, n));
     var out: VertexOut;
@@ -129,8 +309,10 @@ struct SkinParams {
     // Invocations per row of the dispatch grid (x groups · workgroup size).
     row_stride: u32,
     instance_count: u32,
-    pad0: u32,
-    pad1: u32,
+    // 1 for dual-quaternion skinning.
+    skinning: u32,
+    // 1 when the batch's instances have morph ranges (`morph_ranges[instance]`).
+    has_morph: u32,
 }
 
 struct SkinVertex {
@@ -162,12 +344,26 @@ fn cs_skin(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let base = params.palette_base + instance * params.bones_per_instance;
     let inf = influences[v];
-    var b = blend4(blend_zero(), base, inf.j0, inf.w0);
-    if (params.has_extra != 0u) {
-        b = blend4(b, base, inf.j1, inf.w1);
-    }
     let src = vertices[v];
+    var m = Morphed(src.position.xyz, src.normal.xyz);
+    if (params.has_morph != 0u) {
+        m = morph_vertex(v, params.vertex_count, morph_ranges[instance], m.position, m.normal);
+    }
+    var out: Morphed;
+    if (params.skinning == 1u) {
+        var d = dqs_add4(dqs_zero(), base, inf.j0, inf.w0);
+        if (params.has_extra != 0u) {
+            d = dqs_add4(d, base, inf.j1, inf.w1);
+        }
+        out = dqs_apply(d, m.position, m.normal);
+    } else {
+        var b = blend4(blend_zero(), base, inf.j0, inf.w0);
+        if (params.has_extra != 0u) {
+            b = blend4(b, base, inf.j1, inf.w1);
+        }
+        out = Morphed(apply_point(b, m.position), apply_vector(b, m.normal));
+    }
     let o = (instance * params.vertex_count + v) * 2u;
-    skinned[o] = vec4<f32>(apply_point(b, src.position.xyz), 1.0);
-    skinned[o + 1u] = vec4<f32>(normalize_or_zero(apply_vector(b, src.normal.xyz)), 0.0);
+    skinned[o] = vec4<f32>(out.position, 1.0);
+    skinned[o + 1u] = vec4<f32>(normalize_or_zero(out.normal), 0.0);
 }

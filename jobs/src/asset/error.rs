@@ -72,6 +72,16 @@ pub enum BakeError {
         /// The bone name.
         bone: String,
     },
+    /// A mesh's morph target is unusable: delta counts that are not the mesh's vertex count,
+    /// NaN or infinite deltas or weights, or more targets than the GPU path holds.
+    MorphTarget {
+        /// The mesh (importer meshes are named `<mesh>/<primitive>`).
+        asset: String,
+        /// The target's index.
+        target: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// Something else that violates an asset invariant.
     Invalid {
         /// The asset.
@@ -128,6 +138,11 @@ impl fmt::Display for BakeError {
             Self::UnknownBone { asset, bone } => {
                 write!(f, "{asset}: no bone named '{bone}' in the rig")
             }
+            Self::MorphTarget {
+                asset,
+                target,
+                reason,
+            } => write!(f, "{asset}: morph target {target}: {reason}"),
             Self::Invalid { asset, reason } => write!(f, "{asset}: {reason}"),
         }
     }

@@ -1,5 +1,7 @@
 use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
+use super::morph::{ActiveMorph, MorphTargets, RawMorphTarget};
+use crate::math::dual_quat::{DualQuatBlend, decompose};
 use glam::{Affine3A, Mat4, Vec3};
 
 /// Influences per vertex that the baked mesh can carry (two sets of four).
@@ -14,6 +16,25 @@ pub struct SkinnedMeshBone {
     pub hash: BoneHash,
     /// Model space to bone space at bind time.
     pub inverse_bind: Mat4,
+}
+
+/// How a mesh blends its vertices' bone matrices.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SkinningMethod {
+    /// Linear blend skinning: `p' = (Σ wᵢ Mᵢ) · p`. Cheap and exact for one influence; a
+    /// joint twisted far from its neighbour loses volume (a 180° twist collapses the
+    /// cross-section halfway).
+    #[default]
+    Linear,
+    /// Dual-quaternion skinning with scale ([`crate::math::dual_quat`]): scale and shear
+    /// blended linearly and applied first, the rigid parts blended as dual quaternions. Keeps
+    /// volume under twist. Lost relative to [`SkinningMethod::Linear`]: it costs a
+    /// decomposition per influence, and the blend is no longer linear in the matrices, so
+    /// non-rigid parts (scale, shear) of two bones that also rotate differently are blended
+    /// in bone space and can bulge near the joint; a
+    /// palette entry that is not rotation × scale/shear (a projective or degenerate matrix)
+    /// has no rigid part to take, and its zero-length axes are filled in arbitrarily.
+    DualQuaternion,
 }
 
 /// One vertex's influences: `(mesh bone index, weight)` pairs, at most [`MAX_INFLUENCES`].
@@ -35,6 +56,12 @@ pub struct RawSkinnedMesh {
     pub influences: Vec<RawVertexInfluences>,
     /// Triangle list indices.
     pub indices: Vec<u32>,
+    /// Morph targets (empty for none).
+    pub morph_targets: Vec<RawMorphTarget>,
+    /// Default morph weights, one per target (empty: all 0).
+    pub morph_weights: Vec<f32>,
+    /// How vertices blend their bones.
+    pub skinning: SkinningMethod,
 }
 
 /// A baked skinned mesh. Influences are stored GPU-ready: four `u32` joints and four weights per
@@ -51,6 +78,8 @@ pub struct SkinnedMesh {
     joints_extra: Vec<[u32; 4]>,
     weights_extra: Vec<[f32; 4]>,
     indices: Vec<u32>,
+    morph: MorphTargets,
+    skinning: SkinningMethod,
     renormalized_vertices: usize,
     content_hash: ContentHash,
 }
@@ -63,7 +92,8 @@ impl RawSkinnedMesh {
     /// # Errors
     /// [`BakeError`] for no bones, arrays of different lengths, joint or triangle indices out of
     /// range, more than [`MAX_INFLUENCES`] influences, NaN, infinite or negative weights, a
-    /// vertex whose weights sum to zero, or non-finite positions, normals or matrices.
+    /// vertex whose weights sum to zero, or non-finite positions, normals or matrices;
+    /// [`BakeError::MorphTarget`] for an unusable morph target (see [`MorphTargets`]).
     pub fn bake(&self) -> Result<SkinnedMesh, BakeError> {
         let asset = format!("mesh '{}'", self.name);
         if self.bones.is_empty() {
@@ -217,6 +247,18 @@ impl RawSkinnedMesh {
         for &i in &self.indices {
             hasher.u64(u64::from(i));
         }
+        hasher.str(match self.skinning {
+            SkinningMethod::Linear => "linear",
+            SkinningMethod::DualQuaternion => "dual quaternion",
+        });
+        let morph = MorphTargets::bake(
+            &asset,
+            nv,
+            !self.normals.is_empty(),
+            &self.morph_targets,
+            &self.morph_weights,
+            &mut hasher,
+        )?;
         Ok(SkinnedMesh {
             name: self.name.clone(),
             inverse_binds: bones
@@ -231,6 +273,8 @@ impl RawSkinnedMesh {
             joints_extra,
             weights_extra,
             indices: self.indices.clone(),
+            morph,
+            skinning: self.skinning,
             renormalized_vertices: renormalized,
             content_hash: hasher.finish(),
         })
@@ -292,47 +336,80 @@ impl SkinnedMesh {
         self.content_hash
     }
 
-    /// Reference linear blend skinning on the CPU: `p = Σ wᵢ · paletteᵢ · p_bind` for every
-    /// vertex, with the palette as float3x4 column-major entries (one per mesh bone). Returns
-    /// positions and normals (normals transformed by the blended matrix's linear part and
-    /// renormalised). A palette shorter than the mesh's bone count skins with identity for the
-    /// missing entries.
+    /// Morph targets (empty when the mesh has none).
+    pub fn morph_targets(&self) -> &MorphTargets {
+        &self.morph
+    }
+    /// How vertices blend their bones.
+    pub fn skinning(&self) -> SkinningMethod {
+        self.skinning
+    }
+
+    /// Reference skinning on the CPU in the bind shape (no morph target applied): see
+    /// [`SkinnedMesh::skin_cpu_morphed`].
     pub fn skin_cpu(&self, palette: &[[f32; 12]]) -> (Vec<Vec3>, Vec<Vec3>) {
-        let mats: Vec<Affine3A> = (0..self.bones.len())
-            .map(|i| {
-                palette
-                    .get(i)
-                    .map_or(Affine3A::IDENTITY, Affine3A::from_cols_array)
-            })
+        self.skin_cpu_morphed(palette, &[])
+    }
+
+    /// Reference skinning on the CPU, the GPU paths' reference. Each vertex is first morphed,
+    /// `p = p_bind + Σₖ mₖ · Δpₖ` over `active` (likewise its normal), then skinned by the
+    /// mesh's [`SkinningMethod`]: linear, `p' = (Σ wᵢ · paletteᵢ) · p`, or dual quaternion.
+    /// The palette holds float3x4 column-major entries, one per mesh bone. Returns positions
+    /// and normals (normals transformed by the blended linear part and renormalised). A
+    /// palette shorter than the mesh's bone count skins with identity for the missing
+    /// entries; active entries naming a target out of range add nothing.
+    pub fn skin_cpu_morphed(
+        &self,
+        palette: &[[f32; 12]],
+        active: &[ActiveMorph],
+    ) -> (Vec<Vec3>, Vec<Vec3>) {
+        const IDENTITY: [f32; 12] = [1., 0., 0., 0., 1., 0., 0., 0., 1., 0., 0., 0.];
+        let entries: Vec<[f32; 12]> = (0..self.bones.len())
+            .map(|i| palette.get(i).copied().unwrap_or(IDENTITY))
             .collect();
+        let dual_quats: Vec<_> = match self.skinning {
+            SkinningMethod::Linear => Vec::new(),
+            SkinningMethod::DualQuaternion => entries.iter().map(decompose).collect(),
+        };
         let mut out_p = Vec::with_capacity(self.positions.len());
         let mut out_n = Vec::with_capacity(self.normals.len());
         for v in 0..self.positions.len() {
-            let mut m = [0.0f32; 12];
+            let bind_n = self.normals.get(v).copied().unwrap_or(Vec3::ZERO);
+            let (p, n) = self.morph.apply(v, active, self.positions[v], bind_n);
             let sets = [
                 (self.joints.get(v), self.weights.get(v)),
                 (self.joints_extra.get(v), self.weights_extra.get(v)),
             ];
-            for (j, w) in sets {
-                let (Some(j), Some(w)) = (j, w) else { continue };
-                for k in 0..4 {
-                    if w[k] == 0.0 {
-                        continue;
+            let influences = sets
+                .into_iter()
+                .filter_map(|(j, w)| Some((j?, w?)))
+                .flat_map(|(j, w)| j.iter().zip(w.iter()))
+                .filter(|(_, w)| **w != 0.0);
+            let (sp, sn) = match self.skinning {
+                SkinningMethod::Linear => {
+                    let mut m = [0.0f32; 12];
+                    for (j, w) in influences {
+                        let a = entries.get(*j as usize).unwrap_or(&IDENTITY);
+                        for e in 0..12 {
+                            m[e] += a[e] * w;
+                        }
                     }
-                    let a = mats
-                        .get(j[k] as usize)
-                        .copied()
-                        .unwrap_or(Affine3A::IDENTITY)
-                        .to_cols_array();
-                    for e in 0..12 {
-                        m[e] += a[e] * w[k];
-                    }
+                    let blended = Affine3A::from_cols_array(&m);
+                    (blended.transform_point3(p), blended.transform_vector3(n))
                 }
-            }
-            let blended = Affine3A::from_cols_array(&m);
-            out_p.push(blended.transform_point3(self.positions[v]));
-            if let Some(n) = self.normals.get(v) {
-                out_n.push(blended.transform_vector3(*n).normalize_or_zero());
+                SkinningMethod::DualQuaternion => {
+                    let mut blend = DualQuatBlend::default();
+                    for (j, w) in influences {
+                        if let Some(b) = dual_quats.get(*j as usize) {
+                            blend.add(b, *w);
+                        }
+                    }
+                    (blend.transform_point(p), blend.transform_vector(n))
+                }
+            };
+            out_p.push(sp);
+            if v < self.normals.len() {
+                out_n.push(sn.normalize_or_zero());
             }
         }
         (out_p, out_n)
@@ -357,6 +434,7 @@ mod tests {
                 RawVertexInfluences(vec![(0, 0.2), (1, 0.6)]),
             ],
             indices: vec![],
+            ..Default::default()
         }
     }
 

@@ -27,7 +27,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use glam::DVec3;
 
-use super::{BakeError, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh};
+use super::{BakeError, RawMorphTarget, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh};
 
 /// One simplified level.
 #[derive(Debug)]
@@ -638,12 +638,36 @@ fn simplified_mesh(
         },
         influences,
         indices,
+        morph_targets: lod_morph_targets(mesh, &source_vertices),
+        morph_weights: mesh.morph_targets().default_weights().to_vec(),
+        skinning: mesh.skinning(),
     };
     Ok(MeshLod {
         mesh: raw.bake()?,
         error: error as f32,
         source_vertices,
     })
+}
+
+/// The mesh's morph targets restricted to the vertices a level keeps (output vertex `i` is
+/// input vertex `source_vertices[i]`, so its deltas are that vertex's).
+fn lod_morph_targets(mesh: &SkinnedMesh, source_vertices: &[u32]) -> Vec<RawMorphTarget> {
+    let morph = mesh.morph_targets();
+    (0..morph.len())
+        .map(|k| {
+            let pick = |deltas: &[glam::Vec3]| -> Vec<glam::Vec3> {
+                source_vertices
+                    .iter()
+                    .filter_map(|v| deltas.get(*v as usize).copied())
+                    .collect()
+            };
+            RawMorphTarget {
+                name: morph.names().get(k).cloned().unwrap_or_default(),
+                positions: pick(morph.target_positions(k)),
+                normals: pick(morph.target_normals(k)),
+            }
+        })
+        .collect()
 }
 
 /// A chain of levels from `mesh`: one [`simplify_mesh`] per ratio of its triangle count
@@ -726,6 +750,7 @@ mod tests {
             normals,
             influences,
             indices,
+            ..Default::default()
         }
         .bake()
         .expect("test sphere bakes")
@@ -758,6 +783,7 @@ mod tests {
             normals: vec![],
             influences,
             indices,
+            ..Default::default()
         }
         .bake()
         .expect("test terrain bakes")
@@ -921,6 +947,7 @@ mod tests {
             normals: vec![],
             influences: vec![RawVertexInfluences(vec![(0, 1.0)])],
             indices: vec![],
+            ..Default::default()
         }
         .bake()
         .expect("a mesh without triangles bakes");

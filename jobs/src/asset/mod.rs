@@ -12,6 +12,7 @@ mod mask;
 mod mesh;
 #[cfg(feature = "mesh-lod")]
 mod mesh_lod;
+mod morph;
 mod registry;
 mod rig;
 
@@ -23,9 +24,16 @@ pub use clip::{
 pub use error::BakeError;
 pub use hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 pub use mask::{AvatarMask, RawAvatarMask};
-pub use mesh::{MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh, SkinnedMeshBone};
+pub use mesh::{
+    MAX_INFLUENCES, RawSkinnedMesh, RawVertexInfluences, SkinnedMesh, SkinnedMeshBone,
+    SkinningMethod,
+};
 #[cfg(feature = "mesh-lod")]
 pub use mesh_lod::{MeshLod, lod_chain, point_triangle_distance, simplify_mesh};
+pub use morph::{
+    ActiveMorph, MAX_MORPH_DELTA_BYTES, MORPH_DELTA_BYTES_PER_VERTEX, MorphTargets, RawMorphTarget,
+    max_morph_targets,
+};
 pub use registry::AssetRegistry;
 pub use rig::{BoneIndex, NO_PARENT, RawBone, RawRig, Rig};
 

@@ -2,6 +2,7 @@
 
 use super::ImportError;
 use super::accessor::Reader;
+use super::morph::{self, PrimitiveAt};
 use super::quantization::FloatUse;
 use super::{extensions, source};
 use crate::asset::{
@@ -30,13 +31,19 @@ pub struct GltfScene {
     pub skins: Vec<GltfSkin>,
     /// One entry per (node with mesh and skin, primitive), by node index then primitive.
     pub meshes: Vec<GltfSkinnedPrimitive>,
+    /// One entry per (node with a mesh with morph targets but no skin, primitive), by node
+    /// index then primitive: the mesh bound rigidly to its node (one mesh bone named like the
+    /// node, identity inverse bind), so the pipeline's palette places it at the node's world
+    /// transform and its weights animate like a skinned mesh's.
+    pub morphed_nodes: Vec<GltfSkinnedPrimitive>,
     /// One clip per glTF animation, in file order, bound to [`GltfScene::rig`].
     pub clips: Vec<Arc<Clip>>,
     /// Stable unique names, one per glTF node: the node's name, `node_<index>` when it has
     /// none, with `#<index>` appended to a name already taken by an earlier node.
     pub node_names: Vec<String>,
-    /// Things imported with a change or skipped (renormalised weights, ignored morph targets,
-    /// meshes without a skin, duplicate channels, ...), one sentence each.
+    /// Things imported with a change or skipped (renormalised weights, dropped TANGENT morph
+    /// deltas, meshes without a skin or morph targets, duplicate channels, ...), one sentence
+    /// each.
     pub warnings: Vec<String>,
 }
 
@@ -66,8 +73,15 @@ pub struct GltfSkinnedPrimitive {
     pub mesh: usize,
     /// The primitive index within the mesh.
     pub primitive: usize,
-    /// The glTF skin index (into [`GltfScene::skins`]).
+    /// The glTF skin index (into [`GltfScene::skins`]); for [`GltfScene::morphed_nodes`], the
+    /// node's own index is the mesh's only bone and this is `usize::MAX`.
     pub skin: usize,
+    /// The node's starting morph weights, one per target of the mesh: `node.weights`, else
+    /// `mesh.weights`, else 0. Animations drive them through the curves `<node name>.weights[k]`
+    /// ([`GltfSkinnedPrimitive::morph_weights_component`]).
+    pub morph_weights: Vec<f32>,
+    /// The node's unique name ([`GltfScene::node_names`]), the prefix of its weight curves.
+    pub node_name: String,
     /// The baked mesh; its bones are the skin's joints in joint order, named like the joint
     /// nodes, so they match the rig's bones by name.
     pub skinned_mesh: Arc<SkinnedMesh>,
@@ -206,7 +220,7 @@ fn import_guarded(
         std::panic::AssertUnwindSafe(|| Importer::run(bytes, base_dir, &staging, file, rig_name));
     let mut scene = catch_import_panic(std::panic::catch_unwind(run), file)?;
     scene.rig = registry.adopt_rig(scene.rig);
-    for m in &mut scene.meshes {
+    for m in scene.meshes.iter_mut().chain(&mut scene.morphed_nodes) {
         m.skinned_mesh = registry.adopt_mesh(m.skinned_mesh.clone());
     }
     for c in &mut scene.clips {
@@ -234,6 +248,24 @@ fn catch_import_panic<T>(
 
 /// The baked primitives of one (mesh, skin) pair: (primitive index, mesh).
 type BakedPrimitives = Vec<(usize, Arc<SkinnedMesh>)>;
+
+/// What a primitive's vertices are bound to.
+#[derive(Clone, Copy)]
+enum Binding<'s> {
+    /// The node's skin.
+    Skin(&'s GltfSkin),
+    /// The node itself (a mesh without skin): one bone, every vertex weighted 1 to it.
+    Node(usize),
+}
+
+impl GltfSkinnedPrimitive {
+    /// The [`MorphWeights`](crate::component::MorphWeights) component for an entity that plays
+    /// this file's clips with this primitive's mesh: the node's starting weights, driven by the
+    /// curves `<node name>.weights[k]` the importer makes from `weights` channels.
+    pub fn morph_weights_component(&self) -> crate::component::MorphWeights {
+        crate::component::MorphWeights::new(self.morph_weights.clone()).animated_by(&self.node_name)
+    }
+}
 
 /// State shared by the import steps.
 struct Importer<'a> {
@@ -373,7 +405,7 @@ impl<'a> Importer<'a> {
         let (file, doc) = (self.file, self.doc);
         let (rig, node_to_bone) = self.rig(registry, rig_name)?;
         let skins = self.skins(&node_to_bone)?;
-        let meshes = self.meshes(registry, &node_to_bone, &skins)?;
+        let (meshes, morphed_nodes) = self.meshes(registry, &node_to_bone, &skins)?;
         let mut clips = Vec::new();
         for anim in doc.animations() {
             let raw = self.animation(&anim, &node_to_bone)?;
@@ -388,6 +420,7 @@ impl<'a> Importer<'a> {
             node_to_bone,
             skins,
             meshes,
+            morphed_nodes,
             clips,
             node_names: self.names.clone(),
             warnings: std::mem::take(&mut self.warnings),
@@ -645,8 +678,9 @@ impl<'a> Importer<'a> {
         registry: &AssetRegistry,
         node_to_bone: &[Option<BoneIndex>],
         skins: &[GltfSkin],
-    ) -> Result<Vec<GltfSkinnedPrimitive>, ImportError> {
+    ) -> Result<(Vec<GltfSkinnedPrimitive>, Vec<GltfSkinnedPrimitive>), ImportError> {
         let mut out = Vec::new();
+        let mut morphed = Vec::new();
         // Two nodes instancing one (mesh, skin) share the baked primitives.
         let mut cache: HashMap<(usize, usize), BakedPrimitives> = HashMap::new();
         let nodes: Vec<::gltf::Node<'_>> = self.doc.nodes().collect();
@@ -661,6 +695,10 @@ impl<'a> Importer<'a> {
                 .filter(|s| !s.is_empty())
                 .map_or_else(|| format!("mesh_{}", mesh.index()), str::to_string);
             let Some(skin) = node.skin() else {
+                if mesh.primitives().any(|p| p.morph_targets().len() > 0) {
+                    self.node_primitives(&mesh, &mesh_name, node, &mut morphed)?;
+                    continue;
+                }
                 self.warnings.push(format!(
                     "node {ni} '{}' has mesh {} '{mesh_name}' without a skin: not imported (only skinned meshes are)",
                     self.names.get(ni).map_or("", String::as_str),
@@ -675,7 +713,8 @@ impl<'a> Importer<'a> {
             if !cache.contains_key(&key) {
                 let mut prims = Vec::new();
                 for prim in mesh.primitives() {
-                    if let Some(raw) = self.primitive(&mesh, &mesh_name, &prim, gskin)? {
+                    let binding = Binding::Skin(gskin);
+                    if let Some(raw) = self.primitive(&mesh, &mesh_name, &prim, binding)? {
                         let baked = raw.bake().map_err(|source| ImportError::Bake {
                             file: self.file.to_string(),
                             source,
@@ -693,16 +732,58 @@ impl<'a> Importer<'a> {
                 cache.insert(key, prims);
             }
             for (primitive, m) in cache.get(&key).into_iter().flatten() {
+                let morph = m.morph_targets();
                 out.push(GltfSkinnedPrimitive {
                     node: ni,
                     mesh: mesh.index(),
                     primitive: *primitive,
                     skin: skin.index(),
+                    morph_weights: morph::node_weights(
+                        self.file,
+                        node,
+                        morph.len(),
+                        morph.default_weights(),
+                    )?,
+                    node_name: self.names.get(ni).cloned().unwrap_or_default(),
                     skinned_mesh: m.clone(),
                 });
             }
         }
-        Ok(out)
+        Ok((out, morphed))
+    }
+
+    /// The primitives of an unskinned node whose mesh has morph targets, bound rigidly to the
+    /// node (see [`GltfScene::morphed_nodes`]).
+    fn node_primitives(
+        &mut self,
+        mesh: &::gltf::Mesh<'_>,
+        mesh_name: &str,
+        node: &::gltf::Node<'_>,
+        out: &mut Vec<GltfSkinnedPrimitive>,
+    ) -> Result<(), ImportError> {
+        let ni = node.index();
+        for prim in mesh.primitives() {
+            let Some(raw) = self.primitive(mesh, mesh_name, &prim, Binding::Node(ni))? else {
+                continue;
+            };
+            let baked = raw.bake().map_err(|source| ImportError::Bake {
+                file: self.file.to_string(),
+                source,
+            })?;
+            let morph = baked.morph_targets();
+            let morph_weights =
+                morph::node_weights(self.file, node, morph.len(), morph.default_weights())?;
+            out.push(GltfSkinnedPrimitive {
+                node: ni,
+                mesh: mesh.index(),
+                primitive: prim.index(),
+                skin: usize::MAX,
+                morph_weights,
+                node_name: self.names.get(ni).cloned().unwrap_or_default(),
+                skinned_mesh: Arc::new(baked),
+            });
+        }
+        Ok(())
     }
 
     /// One primitive as a `RawSkinnedMesh`, or `None` (with a warning) for point and line
@@ -712,7 +793,7 @@ impl<'a> Importer<'a> {
         mesh: &::gltf::Mesh<'_>,
         mesh_name: &str,
         prim: &::gltf::Primitive<'_>,
-        skin: &GltfSkin,
+        binding: Binding<'_>,
     ) -> Result<Option<RawSkinnedMesh>, ImportError> {
         let (mi, pi) = (mesh.index(), prim.index());
         let err = |reason: String| ImportError::Mesh {
@@ -730,10 +811,6 @@ impl<'a> Importer<'a> {
                 "mesh '{mesh_name}' primitive {pi}: mode {mode:?} is not triangles: skipped"
             ));
             return Ok(None);
-        }
-        let targets = prim.morph_targets().len();
-        if targets > 0 {
-            self.warnings.push(format!("mesh '{mesh_name}' primitive {pi}: {targets} morph targets ignored (the mesh is imported in its base shape)"));
         }
         let what = |s: &str| format!("mesh {mi} primitive {pi} {s}");
         let pos_acc = prim
@@ -782,9 +859,42 @@ impl<'a> Importer<'a> {
             }
         }
         self.read_morph_targets(mi, prim, nv, &what)?;
+        let at = PrimitiveAt {
+            file: self.file,
+            mesh: mi,
+            primitive: pi,
+            mesh_name,
+        };
+        let (morph_targets, morph_weights) = morph::read_targets(
+            &self.reader,
+            &at,
+            mesh,
+            prim,
+            nv,
+            !normals.is_empty(),
+            &mut self.warnings,
+        )?;
         let mut influences: Vec<Vec<(u16, f32)>> = vec![Vec::new(); nv];
+        let rigid = GltfSkin {
+            index: usize::MAX,
+            name: String::new(),
+            joints: Vec::new(),
+            joint_bones: Vec::new(),
+            skeleton: None,
+            inverse_bind_matrices: Vec::new(),
+        };
+        let skin = match binding {
+            Binding::Skin(skin) => skin,
+            Binding::Node(_) => {
+                influences.iter_mut().for_each(|inf| inf.push((0, 1.0)));
+                &rigid
+            }
+        };
         let njoints = skin.joints.len();
         for set in 0..2u32 {
+            if matches!(binding, Binding::Node(_)) {
+                break;
+            }
             let (j, w) = (
                 prim.get(&Semantic::Joints(set)),
                 prim.get(&Semantic::Weights(set)),
@@ -872,12 +982,18 @@ impl<'a> Importer<'a> {
                 indices
             }
         };
-        let bones = skin
-            .joints
-            .iter()
-            .zip(&skin.inverse_bind_matrices)
-            .map(|(&j, m)| (self.names.get(j).cloned().unwrap_or_default(), *m))
-            .collect();
+        let bones = match binding {
+            Binding::Skin(skin) => skin
+                .joints
+                .iter()
+                .zip(&skin.inverse_bind_matrices)
+                .map(|(&j, m)| (self.names.get(j).cloned().unwrap_or_default(), *m))
+                .collect(),
+            Binding::Node(node) => vec![(
+                self.names.get(node).cloned().unwrap_or_default(),
+                Mat4::IDENTITY,
+            )],
+        };
         Ok(Some(RawSkinnedMesh {
             name: format!("{mesh_name}/{pi}"),
             bones,
@@ -885,6 +1001,9 @@ impl<'a> Importer<'a> {
             normals,
             influences: influences.into_iter().map(RawVertexInfluences).collect(),
             indices,
+            morph_targets,
+            morph_weights,
+            ..RawSkinnedMesh::default()
         }))
     }
 

@@ -3,7 +3,9 @@
 //! [`import_gltf`] reads a `.glb` or `.gltf` file (embedded, `data:` or external buffers) and
 //! returns a [`GltfScene`]: one [`Rig`](crate::asset::Rig) over every node of the default
 //! scene, one [`SkinnedMesh`](crate::asset::SkinnedMesh) per skinned primitive (bones = the
-//! skin's joints), one [`Clip`](crate::asset::Clip) per animation, all interned in an
+//! skin's joints; morph targets and default weights included), one per primitive of an
+//! unskinned node with morph targets (bound to the node), one [`Clip`](crate::asset::Clip) per
+//! animation (a `weights` channel becomes curves `<node>.weights[k]`), all interned in an
 //! [`AssetRegistry`](crate::asset::AssetRegistry) so importing a file twice shares every `Arc`.
 //! Malformed input gives an [`ImportError`], never a panic.
 //!
@@ -31,6 +33,7 @@ mod extensions;
 mod gltf;
 #[cfg(feature = "meshopt")]
 mod meshopt;
+mod morph;
 mod quantization;
 mod source;
 

@@ -3,6 +3,7 @@
 //! sampling job's batched path is checked against it.
 
 mod blend;
+pub mod dual_quat;
 mod keys;
 pub(crate) mod soa;
 mod transform;

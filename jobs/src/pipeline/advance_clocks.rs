@@ -1,9 +1,10 @@
 //! The clock node: advances every animation by the frame time before job 1.
 
 use super::FrameTime;
-use crate::component::{Animations, FrameSlot, LayerWeights, RigRef, SkinRef};
+use crate::component::{Animations, FrameSlot, LayerWeights, MorphWeights, RigRef, SkinRef};
 use crate::error::JobError;
 use crate::j1_bone_offsets::{validate_animations, validate_skin};
+use crate::morph_weights::check_morph_weights;
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
 
@@ -21,6 +22,7 @@ impl Node for AdvanceClocksNode {
             .read::<SkinRef>()
             .read::<LayerWeights>()
             .read::<FrameSlot>()
+            .read::<MorphWeights>()
             .write::<Animations>()
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
@@ -28,14 +30,23 @@ impl Node for AdvanceClocksNode {
         // Job 1's binding checks need no times, so they run here first: a frame that fails on
         // a bad binding fails before any clock moves (the frame is transactional).
         let mut check = ctx
-            .query::<(&RigRef, &Animations, Option<&SkinRef>)>()?
+            .query::<(
+                &RigRef,
+                &Animations,
+                Option<&SkinRef>,
+                Option<&MorphWeights>,
+            )>()?
             .with::<LayerWeights>()
             .with::<FrameSlot>();
         check.chunks().into_par_iter().try_for_each(|chunk| {
-            let (entities, (rigs, animations, skins)) = chunk.into_parts();
+            let (entities, (rigs, animations, skins, morphs)) = chunk.into_parts();
             for (i, ((&entity, rig), a)) in entities.iter().zip(rigs).zip(animations).enumerate() {
                 validate_animations(entity, rig, a)?;
-                validate_skin(entity, rig, skins.and_then(|s| s.get(i)))?;
+                let skin = skins.and_then(|s| s.get(i));
+                validate_skin(entity, rig, skin)?;
+                if let Some(w) = morphs.and_then(|m| m.get(i)) {
+                    check_morph_weights(entity, skin, w)?;
+                }
                 check_advance(entity, a, dt)?;
             }
             Ok::<(), JobError>(())

@@ -1,8 +1,11 @@
-//! Job 5's node: user curves and fired events.
+//! Job 5's node: user curves and fired events, then the morph-weights job on the same chunk
+//! (animated morph weights are job 5's curves, so they are read while still in cache).
 
-use crate::UserCurvesJob;
-use crate::component::{Animations, CurveValues, FiredEvents, FrameSlot, LayerWeights, RigRef};
+use crate::component::{
+    Animations, CurveValues, FiredEvents, FrameSlot, LayerWeights, MorphWeights, RigRef, SkinRef,
+};
 use crate::error::JobError;
+use crate::{MorphWeightsJob, UserCurvesJob};
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
 
@@ -19,8 +22,10 @@ impl Node for UserCurvesNode {
             .read::<Animations>()
             .read::<LayerWeights>()
             .read::<FrameSlot>()
+            .read::<SkinRef>()
             .write::<CurveValues>()
             .write::<FiredEvents>()
+            .write::<MorphWeights>()
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         let mut q = ctx
@@ -29,11 +34,14 @@ impl Node for UserCurvesNode {
                 &LayerWeights,
                 Option<&mut CurveValues>,
                 Option<&mut FiredEvents>,
+                Option<&SkinRef>,
+                Option<&mut MorphWeights>,
             )>()?
             .with::<RigRef>()
             .with::<FrameSlot>();
         q.chunks().into_par_iter().try_for_each(|chunk| {
-            let (entities, (animations, layer_weights, curves, events)) = chunk.into_parts();
+            let (entities, (animations, layer_weights, curves, events, skins, morphs)) =
+                chunk.into_parts();
             let mut job = UserCurvesJob {
                 entities,
                 animations,
@@ -43,6 +51,24 @@ impl Node for UserCurvesNode {
             };
             job.validate()?;
             job.run();
+            let Some(weights) = morphs else {
+                return Ok(());
+            };
+            let Some(skins) = skins else {
+                // Every entity of the chunk lacks SkinRef: the check names the first.
+                return match entities.first().zip(weights.first()) {
+                    Some((e, w)) => crate::morph_weights::check_morph_weights(*e, None, w),
+                    None => Ok(()),
+                };
+            };
+            let mut morph = MorphWeightsJob {
+                entities,
+                skins,
+                curves: job.curves.as_deref(),
+                weights,
+            };
+            morph.validate()?;
+            morph.run();
             Ok::<(), JobError>(())
         })?;
         Ok(())
