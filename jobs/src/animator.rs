@@ -51,12 +51,10 @@ impl Animator {
     /// A node that edits poses (writes [`LocalPoses`] or [`ModelPoses`]) needs
     /// [`PoseChain::Staged`], where those buffers exist
     /// between jobs, and an edge to [`PipelineNodes::skinning`] so that its edits reach this
-    /// frame's palettes. A node that writes
-    /// [`Animations`](crate::component::Animations) or
+    /// frame's palettes. A node that writes [`Animations`] or
     /// [`LayerWeights`](crate::component::LayerWeights) (a clock of its own, say) needs an edge
     /// to [`PipelineNodes::controller`], which rewrites them for controller-driven entities
-    /// before job 1.
-    /// Per-entity edits (IK) are better installed as pose stages
+    /// before job 1. Per-entity edits (IK) are better installed as pose stages
     /// ([`Animator::with_stages`]), which run inside the fused chain.
     ///
     /// # Errors
