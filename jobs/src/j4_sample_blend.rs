@@ -438,53 +438,9 @@ impl<'a> GridPlan<'a> {
     }
 }
 
-/// The common case, in straight-line code: every animation is an unmasked override on one
-/// layer. Returns `None` otherwise. Computes exactly what the general path computes
-/// (the same sums in the same order).
-#[inline(always)]
-fn single_override_layer(
-    e: &EntitySampling<'_>,
-    spans: &[KeySpan],
-    bone: usize,
-    rest: &Transform,
-) -> Option<Transform> {
-    let layer = e.animations.first()?.layer;
-    let mut sum = LayerSum::EMPTY;
-    let mut span_base = 0usize;
-    for a in e.animations {
-        if a.weight > 0.0 {
-            let pose = a
-                .clip
-                .sample_bone_at(bone, spans.get(span_base..).unwrap_or(&[]), rest);
-            sum.add(&pose, a.weight);
-        }
-        span_base += a.clip.timelines().len();
-    }
-    let layer_weight = e
-        .layer_weights
-        .get(usize::from(layer))
-        .copied()
-        .unwrap_or(0.0);
-    let mut acc = PoseAccumulator::EMPTY;
-    acc.blend_layer(&sum, (layer_weight * sum.weight.min(1.0)).clamp(0.0, 1.0));
-    Some(acc.finish(rest))
-}
-
 /// Samples and blends one bone of one entity with the scalar helpers: the reference the SoA
 /// paths are tested against.
-#[inline]
 pub fn sample_blend_bone(e: &EntitySampling<'_>, spans: &[KeySpan], bone: usize) -> Transform {
-    sample_blend_bone_with(e, spans, bone, e.single_override_layer())
-}
-
-/// [`sample_blend_bone`] with the entity's fast-path test done by the caller (once per entity).
-#[inline(always)]
-pub fn sample_blend_bone_with(
-    e: &EntitySampling<'_>,
-    spans: &[KeySpan],
-    bone: usize,
-    simple: bool,
-) -> Transform {
     let rest = e
         .rig
         .rest_pose()
@@ -497,9 +453,6 @@ pub fn sample_blend_bone_with(
     }
     let base = e.span_offset as usize;
     let spans = spans.get(base..).unwrap_or(&[]);
-    if simple && let Some(pose) = single_override_layer(e, spans, bone, &rest) {
-        return pose;
-    }
     let mut acc = PoseAccumulator::EMPTY;
     let mut span_base = 0usize;
     let mut i = 0;

@@ -245,34 +245,6 @@ impl SoaTransform {
             }
         }
     }
-
-    /// [`Self::lerp_nlerp`] with rotations slerped (as [`super::slerp_shortest`], to a few
-    /// ulps; see `slerp_rotation`).
-    #[cfg(test)]
-    #[inline(always)]
-    pub(crate) fn lerp_slerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
-        let s = f32x8::splat(s);
-        Self {
-            translation: [0, 1, 2].map(|c| lerp(k0.translation[c], k1.translation[c], s)),
-            rotation: slerp_rotation(&k0.rotation, &k1.rotation, s, rotation_tracked),
-            scale: [0, 1, 2].map(|c| lerp(k0.scale[c], k1.scale[c], s)),
-        }
-    }
-
-    /// Interpolates between two key rows at fraction `s`: translations and scales lerped,
-    /// rotations nlerped along the shortest path (as [`super::nlerp_shortest`]). Lanes whose
-    /// bit in `rotation_tracked` is clear keep `k0`'s rotation (the grid stores an untracked
-    /// bone's rest rotation there).
-    #[cfg(test)]
-    #[inline(always)]
-    pub(crate) fn lerp_nlerp(k0: &Self, k1: &Self, s: f32, rotation_tracked: f32x8) -> Self {
-        let s = f32x8::splat(s);
-        Self {
-            translation: [0, 1, 2].map(|c| lerp(k0.translation[c], k1.translation[c], s)),
-            rotation: nlerp_rotation(&k0.rotation, &k1.rotation, s, rotation_tracked),
-            scale: [0, 1, 2].map(|c| lerp(k0.scale[c], k1.scale[c], s)),
-        }
-    }
 }
 
 /// `q` negated in the lanes where `dot < 0`: one XOR of the sign bit.
@@ -726,7 +698,7 @@ mod tests {
         .simd_gt(f32x8::splat(0.5));
         let mut out = [Transform::IDENTITY; LANES];
         for s in [0.0, 0.1, 0.5, 0.77, 0.999] {
-            SoaTransform::lerp_slerp(&sa, &sb, s, tracked).write_transforms(&mut out);
+            sample_rows(&sa, &sb, s, tracked, u8::MAX, true).write_transforms(&mut out);
             for l in 0..LANES {
                 let want = if l == untracked_lane {
                     base[l].rotation
@@ -748,7 +720,7 @@ mod tests {
             q.rotation = p.rotation * Quat::from_rotation_x(0.005);
         }
         let sc = SoaTransform::from_transforms(&c);
-        SoaTransform::lerp_slerp(&sa, &sc, 0.3, tracked).write_transforms(&mut out);
+        sample_rows(&sa, &sc, 0.3, tracked, u8::MAX, true).write_transforms(&mut out);
         for l in 0..LANES {
             let want = if l == untracked_lane {
                 base[l].rotation
@@ -778,14 +750,14 @@ mod tests {
         };
         let (a, b) = rows(k0, k1);
         subnormal_watch::take();
-        let noisy = SoaTransform::lerp_nlerp(&a, &b, 0.4, all);
+        let noisy = sample_rows(&a, &b, 0.4, all, u8::MAX, false);
         let (found, seen) = subnormal_watch::take();
         // dot(k0, k1) and the squared length each multiply x by x and y by y: four products
         // around 1e-48, below the smallest normal float (1.2e-38).
         assert!(found >= 4, "{found} of {seen}");
         let (a, b) = rows(flush_negligible_quat(k0), flush_negligible_quat(k1));
         assert_eq!(flush_negligible_quat(k0).x, 0.0);
-        let flushed = SoaTransform::lerp_nlerp(&a, &b, 0.4, all);
+        let flushed = sample_rows(&a, &b, 0.4, all, u8::MAX, false);
         let (found, seen) = subnormal_watch::take();
         assert_eq!(found, 0, "{seen} lanes checked");
         // The rotation moves by less than f32 resolves.
@@ -812,7 +784,7 @@ mod tests {
         assert_eq!(back.as_slice(), a.as_slice());
         let tracked = f32x8::ZERO.simd_lt(f32x8::ONE);
         for s in [0.0, 0.25, 0.5, 0.99] {
-            let m = SoaTransform::lerp_nlerp(&sa, &sb, s, tracked);
+            let m = sample_rows(&sa, &sb, s, tracked, u8::MAX, false);
             m.write_transforms(&mut back);
             for l in 0..LANES {
                 let r = nlerp_shortest(a[l].rotation, b[l].rotation, s);
@@ -858,7 +830,7 @@ mod tests {
         let weight_sum: f32 = keys.iter().map(|k| k.w).sum();
         let mut samples = Vec::new();
         for k in &keys {
-            let p = SoaTransform::lerp_nlerp(&k.k0[0], &k.k1[0], k.s, k.tracked[0]);
+            let p = sample_rows(&k.k0[0], &k.k1[0], k.s, k.tracked[0], u8::MAX, false);
             let mut t = [Transform::IDENTITY; LANES];
             p.write_transforms(&mut t);
             samples.push(t);
