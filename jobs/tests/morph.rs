@@ -6,6 +6,9 @@
 //! `Σ wᵢ · Mᵢ · (p_bind + Σₖ mₖ · Δₖ)`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::glb::Builder;
 use glam::{Mat4, Quat, Vec3};
 use serde_json::{Value, json};
 use sinew_jobs::animator::Animator;
@@ -203,77 +206,6 @@ fn simple_morph_matches_an_independent_parse() {
     }
 }
 
-/// A little GLB writer: accessors appended to one BIN chunk.
-#[derive(Default)]
-struct Builder {
-    bin: Vec<u8>,
-    views: Vec<Value>,
-    accessors: Vec<Value>,
-}
-
-impl Builder {
-    fn raw(&mut self, bytes: &[u8], component: u32, ty: &str, count: usize, extra: Value) -> usize {
-        while !self.bin.len().is_multiple_of(4) {
-            self.bin.push(0);
-        }
-        self.views
-            .push(json!({"buffer": 0, "byteOffset": self.bin.len(), "byteLength": bytes.len()}));
-        self.bin.extend_from_slice(bytes);
-        let mut acc = json!({"bufferView": self.views.len() - 1, "componentType": component, "type": ty, "count": count});
-        if let (Some(a), Some(e)) = (acc.as_object_mut(), extra.as_object()) {
-            a.extend(e.clone());
-        }
-        self.accessors.push(acc);
-        self.accessors.len() - 1
-    }
-    fn f32s(&mut self, v: &[f32], ty: &str, dims: usize) -> usize {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        self.raw(&bytes, 5126, ty, v.len() / dims, json!({}))
-    }
-    fn positions(&mut self, v: &[f32]) -> usize {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let (mut lo, mut hi) = ([f32::MAX; 3], [f32::MIN; 3]);
-        for (i, x) in v.iter().enumerate() {
-            lo[i % 3] = lo[i % 3].min(*x);
-            hi[i % 3] = hi[i % 3].max(*x);
-        }
-        self.raw(
-            &bytes,
-            5126,
-            "VEC3",
-            v.len() / 3,
-            json!({"min": lo, "max": hi}),
-        )
-    }
-    fn u8s(&mut self, v: &[u8], ty: &str, dims: usize) -> usize {
-        self.raw(v, 5121, ty, v.len() / dims, json!({}))
-    }
-    fn glb(&self, mut doc: Value) -> Vec<u8> {
-        doc["asset"] = json!({"version": "2.0"});
-        doc["buffers"] = json!([{"byteLength": self.bin.len()}]);
-        doc["bufferViews"] = Value::Array(self.views.clone());
-        doc["accessors"] = Value::Array(self.accessors.clone());
-        let mut j = serde_json::to_vec(&doc).unwrap();
-        while !j.len().is_multiple_of(4) {
-            j.push(b' ');
-        }
-        let mut bin = self.bin.clone();
-        while !bin.len().is_multiple_of(4) {
-            bin.push(0);
-        }
-        let mut out = b"glTF".to_vec();
-        out.extend_from_slice(&2u32.to_le_bytes());
-        out.extend_from_slice(&((28 + j.len() + bin.len()) as u32).to_le_bytes());
-        out.extend_from_slice(&(j.len() as u32).to_le_bytes());
-        out.extend_from_slice(b"JSON");
-        out.extend_from_slice(&j);
-        out.extend_from_slice(&(bin.len() as u32).to_le_bytes());
-        out.extend_from_slice(b"BIN\0");
-        out.extend_from_slice(&bin);
-        out
-    }
-}
-
 const BASE: [f32; 12] = [0., 0., 0., 1., 0., 0., 0., 2., 0., 1., 2., 0.];
 const NORMALS: [f32; 12] = [0., 0., 1., 0., 0., 1., 0., 0., 1., 0., 0., 1.];
 const DELTA0: [f32; 12] = [0., 0., 0.5, 0., 0., 0.5, 0., 0., 0., 0.25, 0., 0.];
@@ -298,9 +230,9 @@ fn skinned_morphed_file() -> (Builder, Value) {
     let d0 = b.f32s(&DELTA0, "VEC3", 3);
     let d1 = b.f32s(&DELTA1, "VEC3", 3);
     let n0 = b.f32s(&NDELTA0, "VEC3", 3);
-    let j = b.u8s(&JOINTS, "VEC4", 4);
+    let j = b.u8s(&JOINTS, "VEC4", 4, false);
     let w = b.f32s(&WEIGHTS, "VEC4", 4);
-    let idx = b.u8s(&[0, 1, 2, 1, 3, 2], "SCALAR", 1);
+    let idx = b.u8s(&[0, 1, 2, 1, 3, 2], "SCALAR", 1, false);
     let ibm: Vec<f32> = [
         Mat4::IDENTITY,
         Mat4::from_translation(Vec3::new(0., -2., 0.)),
@@ -561,7 +493,7 @@ fn bad_morph_targets_are_errors_naming_mesh_primitive_and_target() {
     // stays small.
     let (mut b, mut doc) = skinned_morphed_file();
     let n = 1usize << 21;
-    let index = b.u8s(&[0], "SCALAR", 1);
+    let index = b.u8s(&[0], "SCALAR", 1, false);
     let value = b.f32s(&[0.0, 0.0, 0.0], "VEC3", 3);
     let (index_view, value_view) = (
         b.accessors[index]["bufferView"].clone(),
