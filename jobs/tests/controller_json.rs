@@ -190,3 +190,39 @@ fn json_errors_say_what_and_where() {
         "{e}"
     );
 }
+
+#[test]
+fn numbers_beyond_f32_are_refused_with_their_path() {
+    // 1e39 would read as an infinite f32 exit time, which JSON cannot write back (serde_json
+    // writes it as null): found by the controller_json fuzz target.
+    let text = r#"{"name": "x", "layers": [{"name": "b", "states": [
+        {"name": "s", "transitions": [{"to": {"state": "s"}, "exit_time": 1e39}]}]}]}"#;
+    match RawController::from_json(text) {
+        Err(ControllerError::Json { message }) => assert!(
+            message.contains("layers[0].states[0].transitions[0].exit_time")
+                && message.contains("1e39"),
+            "{message}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // A number that rounds to the largest finite f32 is one like any other.
+    let ok = r#"{"name": "x", "layers": [{"name": "b", "weight": 3.4028235e38}]}"#;
+    assert_eq!(
+        RawController::from_json(ok).unwrap().layers[0].weight,
+        f32::MAX
+    );
+}
+
+#[test]
+fn a_description_json_cannot_hold_is_an_error_when_written() {
+    let mut raw = sample();
+    raw.layers[0].weight = f32::INFINITY;
+    match raw.to_json() {
+        Err(ControllerError::Json { message }) => {
+            assert!(message.contains("NaN or infinite"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    raw.layers[0].weight = f32::NAN;
+    assert!(raw.to_json().is_err());
+}
