@@ -582,14 +582,10 @@ fn vertex_stage(
         deltas.extend([p.x, p.y, p.z, 0.0, n.x, n.y, n.z, 0.0]);
     }
     let deltas = init("probe deltas", bytemuck::cast_slice(&deltas), storage);
-    let ranges = init(
-        "probe ranges",
-        bytemuck::cast_slice(&[0u32, active.len() as u32]),
-        storage,
-    );
-    let mut list: Vec<ActiveMorph> = active.to_vec();
-    list.push(ActiveMorph::default());
-    let list = init("probe active", bytemuck::cast_slice(&list), storage);
+    // One instance: its range (first entry 1, count), then the entries.
+    let mut lists: Vec<[u32; 2]> = vec![[1, active.len() as u32]];
+    lists.extend(active.iter().map(|a| [a.target, a.weight.to_bits()]));
+    let lists = init("probe morph lists", bytemuck::cast_slice(&lists), storage);
     let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some("probe"),
         layout: &pipeline.get_bind_group_layout(0),
@@ -608,11 +604,7 @@ fn vertex_stage(
             },
             wgpu::BindGroupEntry {
                 binding: 7,
-                resource: ranges.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 8,
-                resource: list.as_entire_binding(),
+                resource: lists.as_entire_binding(),
             },
         ],
     });

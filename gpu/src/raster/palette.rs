@@ -1,16 +1,16 @@
 //! The compute rasteriser with palette skinning (the crowd of [`crate::render::CrowdRenderer`]).
 
 use glam::Vec3;
-use sinew_jobs::asset::SkinnedMesh;
+use sinew_jobs::asset::{ActiveMorph, SkinnedMesh, SkinningMethod};
 
 use super::{
-    ComputeRasterOptions, FrameLook, LodLevel, RASTER_WGSL, RasterCore, RasterTimestamps,
-    bind_pose_sphere,
+    ComputeRasterOptions, FrameLook, LodLevel, RASTER_SKIN_DQ_WGSL, RASTER_SKIN_LINEAR_WGSL,
+    RASTER_WGSL, RasterCore, RasterTimestamps, bind_pose_sphere,
 };
 use crate::context::{GpuContext, GpuError};
 use crate::palette_ring::PaletteRing;
 use crate::render::{Camera, Instance, PaletteFrame, RgbaImage, Shading};
-use crate::skin_pass::SKINNING_WGSL;
+use crate::skin_pass::{MorphInstances, SKINNING_WGSL, morph_delta_buffer};
 
 const LABEL: &str = "ComputeCrowdRenderer";
 
@@ -21,19 +21,25 @@ const LABEL: &str = "ComputeCrowdRenderer";
 ///
 /// Vertices blend both of the mesh's influence sets (as the compute skinning pass does; the
 /// hardware path's vertex shader uses the first four influences), with weights quantised to
-/// 16 bits and renormalised.
+/// 16 bits and renormalised, by the mesh's [`SkinningMethod`] (`skinning.wgsl`'s blend or its
+/// `dqs_*` functions). Like the other skinning paths, each vertex is first morphed by its
+/// instance's active targets ([`ComputeCrowdRenderer::set_morphs`]).
 #[derive(Debug)]
 pub struct ComputeCrowdRenderer {
     core: RasterCore,
     group0_layout: wgpu::BindGroupLayout,
     bone_count: u32,
+    morph_deltas: wgpu::Buffer,
+    morph_targets: u32,
+    morphs: Option<MorphInstances>,
+    no_morphs: MorphInstances,
     /// Light, colours, clear colour.
     pub shading: Shading,
 }
 
 impl ComputeCrowdRenderer {
     /// Uploads `mesh` and creates the `width × height` visibility and colour buffers. Whole
-    /// instances are culled with the bind pose's bounding sphere at twice its radius
+    /// instances are culled with [`mesh_bounding_sphere`] at twice its radius
     /// ([`ComputeCrowdRenderer::options_mut`] changes it).
     ///
     /// # Errors
@@ -75,18 +81,34 @@ impl ComputeCrowdRenderer {
         let bone_count = u32::try_from(mesh.bone_count()).map_err(|_| GpuError::InvalidInput {
             what: format!("{LABEL}: bone count over u32"),
         })?;
+        let morph_targets =
+            u32::try_from(mesh.morph_targets().len()).map_err(|_| GpuError::InvalidInput {
+                what: format!("{LABEL}: morph target count over u32"),
+            })?;
+        // skinning.wgsl's palette, morph deltas and morph lists.
         let group0_layout = ctx
             .device
             .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("raster palette"),
-                entries: &[super::storage_entry(0, true)],
+                entries: &[
+                    super::storage_entry(0, true),
+                    super::storage_entry(6, true),
+                    super::storage_entry(7, true),
+                ],
             });
+        let skin = match mesh.skinning() {
+            SkinningMethod::Linear => RASTER_SKIN_LINEAR_WGSL,
+            SkinningMethod::DualQuaternion => RASTER_SKIN_DQ_WGSL,
+        };
         let source = format!(
-            "{SKINNING_WGSL}\n{}\n{RASTER_WGSL}",
+            "{SKINNING_WGSL}\n{}\n{RASTER_WGSL}\n{skin}",
             include_str!("../shaders/raster_palette.wgsl")
         );
-        let options =
-            ComputeRasterOptions::with_cull_sphere(bind_pose_sphere(mesh.positions(), 2.0));
+        let options = ComputeRasterOptions::with_cull_sphere(
+            mesh_bounding_sphere(mesh).map(|(c, r)| (c, 2.0 * r)),
+        );
+        let meshes: Vec<&SkinnedMesh> = levels.iter().map(|l| l.mesh).collect();
+        let morph_deltas = morph_delta_buffer(ctx, &meshes)?;
         let core = RasterCore::new(
             ctx,
             LABEL,
@@ -100,6 +122,10 @@ impl ComputeCrowdRenderer {
             core,
             group0_layout,
             bone_count,
+            morph_deltas,
+            morph_targets,
+            morphs: None,
+            no_morphs: MorphInstances::none(ctx),
             shading: Shading::default(),
         })
     }
@@ -129,16 +155,53 @@ impl ComputeCrowdRenderer {
         &mut self.core.options
     }
 
+    /// Sets each instance's active morph targets (one list per instance, in instance order:
+    /// `MorphWeights::active` of its entity), as [`crate::render::CrowdRenderer::set_morphs`]
+    /// does; until then, or after [`ComputeCrowdRenderer::clear_morphs`], instances draw the
+    /// bind shape. The next [`ComputeCrowdRenderer::set_instances`] must upload as many
+    /// instances.
+    ///
+    /// # Errors
+    /// As [`MorphInstances::new`].
+    pub fn set_morphs(
+        &mut self,
+        ctx: &GpuContext,
+        lists: &[&[ActiveMorph]],
+    ) -> Result<(), GpuError> {
+        match &mut self.morphs {
+            Some(m) => m.write(ctx, self.morph_targets, lists)?,
+            None => self.morphs = Some(MorphInstances::new(ctx, self.morph_targets, lists)?),
+        }
+        Ok(())
+    }
+
+    /// Drops the morph lists: instances draw the bind shape.
+    pub fn clear_morphs(&mut self) {
+        self.morphs = None;
+    }
+
     /// Uploads the instances (growing the instance buffer when needed).
     ///
     /// # Errors
-    /// [`GpuError::InvalidInput`] for more than `u32::MAX` instances, [`GpuError::TooLarge`]
-    /// past the storage-buffer limit.
+    /// [`GpuError::InvalidInput`] for more than `u32::MAX` instances or another count than the
+    /// morph lists of [`ComputeCrowdRenderer::set_morphs`], [`GpuError::TooLarge`] past the
+    /// storage-buffer limit.
     pub fn set_instances(
         &mut self,
         ctx: &GpuContext,
         instances: &[Instance],
     ) -> Result<(), GpuError> {
+        if let Some(m) = &self.morphs
+            && m.instance_count() as usize != instances.len()
+        {
+            return Err(GpuError::InvalidInput {
+                what: format!(
+                    "{LABEL}: {} instances but morph lists for {}",
+                    instances.len(),
+                    m.instance_count()
+                ),
+            });
+        }
         self.core
             .set_instances(ctx, LABEL, bytemuck::cast_slice(instances), instances.len())
     }
@@ -191,15 +254,27 @@ impl ComputeCrowdRenderer {
             srgb: true,
             material_bits: 0,
             bone_count: self.bone_count,
+            morph: self.morphs.is_some() && self.morph_targets > 0,
         };
         let params = self.core.params(&look);
+        let morphs = self.morphs.as_ref().unwrap_or(&self.no_morphs);
         let group0 = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("raster palette"),
             layout: &self.group0_layout,
-            entries: &[wgpu::BindGroupEntry {
-                binding: 0,
-                resource: palette.as_entire_binding(),
-            }],
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: palette.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 6,
+                    resource: self.morph_deltas.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 7,
+                    resource: morphs.lists().as_entire_binding(),
+                },
+            ],
         });
         self.core.encode(ctx, encoder, &group0, &params, timestamps);
     }
@@ -312,7 +387,18 @@ impl PaletteFrame for ComputeCrowdRenderer {
 }
 
 /// The bind pose's bounding sphere of `mesh` (centre, radius), for
-/// [`ComputeRasterOptions::cull_sphere`].
+/// [`ComputeRasterOptions::cull_sphere`], grown by the farthest any vertex moves with every
+/// morph target at a weight in −1..=1 (`max_v Σ_k |Δ_k(v)|`).
 pub fn mesh_bounding_sphere(mesh: &SkinnedMesh) -> Option<(Vec3, f32)> {
-    bind_pose_sphere(mesh.positions(), 1.0)
+    let (centre, radius) = bind_pose_sphere(mesh.positions(), 1.0)?;
+    let morph = mesh.morph_targets();
+    let reach = (0..mesh.positions().len())
+        .map(|v| {
+            (0..morph.len())
+                .filter_map(|k| morph.target_positions(k).get(v))
+                .map(|d| d.length())
+                .sum::<f32>()
+        })
+        .fold(0.0f32, f32::max);
+    Some((centre, radius + reach))
 }
