@@ -57,7 +57,7 @@ mod baked;
 mod palette;
 
 pub use baked::{ComputeBakedRenderer, RasterFrameTiming};
-pub use palette::{ComputeCrowdRenderer, mesh_bounding_sphere};
+pub use palette::{ComputeCrowdRenderer, mesh_bounding_sphere, rest_pose_bounding_sphere};
 
 use std::time::Duration;
 

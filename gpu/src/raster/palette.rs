@@ -1,7 +1,11 @@
 //! The compute rasteriser with palette skinning (the crowd of [`crate::render::CrowdRenderer`]).
 
 use glam::Vec3;
-use sinew_jobs::asset::{ActiveMorph, SkinnedMesh, SkinningMethod};
+use sinew_jobs::asset::{ActiveMorph, Rig, SkinnedMesh, SkinningMethod};
+use sinew_jobs::component::SkinRef;
+use sinew_jobs::j7_propagate::propagate_one;
+use sinew_jobs::j8_remap_cache::RemapTable;
+use sinew_jobs::j9_skinning::skin_entity;
 
 use super::{
     ComputeRasterOptions, FrameLook, LodLevel, RASTER_SKIN_DQ_WGSL, RASTER_SKIN_LINEAR_WGSL,
@@ -384,6 +388,36 @@ impl PaletteFrame for ComputeCrowdRenderer {
     }
 }
 
+/// The bounding sphere of `skin`'s mesh skinned at `rig`'s rest pose, in the instances' space
+/// (the palette job 9 writes for that pose: `entityToRoot · model · inverseBind`), grown by
+/// the farthest any vertex moves with every morph target at a weight in −1..=1 (measured in
+/// the mesh's space and scaled by the palette's largest axis scale). Unlike
+/// [`mesh_bounding_sphere`] it bounds meshes whose positions are not in model space: a
+/// quantized skinned mesh (`KHR_mesh_quantization`) keeps integer grid positions that its
+/// inverse bind matrices scale back. `None` for a mesh without vertices or a non-finite pose.
+pub fn rest_pose_bounding_sphere(rig: &Rig, skin: &SkinRef) -> Option<(Vec3, f32)> {
+    let mesh = &skin.mesh;
+    let mut model = vec![glam::Affine3A::IDENTITY; rig.bone_count()];
+    propagate_one(rig.parent_indices(), rig.rest_pose(), &mut model);
+    let mut palette = vec![[0.0f32; 12]; mesh.bone_count()];
+    skin_entity(&model, skin, &RemapTable::build(rig, mesh), &mut palette);
+    let (positions, _) = mesh.skin_cpu(&palette);
+    if positions.iter().any(|p| !p.is_finite()) {
+        return None;
+    }
+    let (centre, radius) = bind_pose_sphere(&positions, 1.0)?;
+    let scale = palette
+        .iter()
+        .map(|m| {
+            let axis = |k: usize| Vec3::new(m[3 * k], m[3 * k + 1], m[3 * k + 2]).length();
+            axis(0).max(axis(1)).max(axis(2))
+        })
+        .fold(0.0f32, f32::max);
+    let (_, bind_radius) = bind_pose_sphere(mesh.positions(), 1.0)?;
+    let reach = mesh_bounding_sphere(mesh).map_or(0.0, |(_, r)| r - bind_radius);
+    Some((centre, radius + reach * scale))
+}
+
 /// The raster passes' WGSL for palette crowds of meshes skinned by `skinning`: skinning.wgsl
 /// (palette fetch, morphs, `dqs_*`), the palette source, the rasteriser and the method.
 fn palette_source(skinning: SkinningMethod) -> String {
@@ -397,8 +431,9 @@ fn palette_source(skinning: SkinningMethod) -> String {
     )
 }
 
-/// The bind pose's bounding sphere of `mesh` (centre, radius), for
-/// [`ComputeRasterOptions::cull_sphere`], grown by the farthest any vertex moves with every
+/// The bind pose's bounding sphere of `mesh` (centre, radius) in the mesh's own space, for
+/// [`ComputeRasterOptions::cull_sphere`] of meshes whose positions are in model space (see
+/// [`rest_pose_bounding_sphere`] for those that are not), grown by the farthest any vertex moves with every
 /// morph target at a weight in −1..=1 (`max_v Σ_k |Δ_k(v)|`).
 pub fn mesh_bounding_sphere(mesh: &SkinnedMesh) -> Option<(Vec3, f32)> {
     let (centre, radius) = bind_pose_sphere(mesh.positions(), 1.0)?;
