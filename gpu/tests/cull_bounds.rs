@@ -11,12 +11,12 @@
 
 use glam::{Affine3A, Vec3};
 use sinew_gpu::raster::{mesh_bounding_sphere, rest_pose_bounding_sphere};
-use sinew_jobs::j7_propagate::propagate_one;
-use sinew_jobs::j8_remap_cache::RemapTable;
-use sinew_jobs::j9_skinning::skin_entity;
 use sinew_jobs::asset::AssetRegistry;
 use sinew_jobs::component::SkinRef;
 use sinew_jobs::import::import_gltf;
+use sinew_jobs::j7_propagate::propagate_one;
+use sinew_jobs::j8_remap_cache::RemapTable;
+use sinew_jobs::j9_skinning::skin_entity;
 
 fn scene(file: &str) -> sinew_jobs::import::GltfScene {
     import_gltf(
@@ -49,11 +49,16 @@ fn quantized_skinned_meshes_are_bounded_in_model_space() {
             root_bone: None,
         };
         let mut palette = vec![[0.0f32; 12]; omesh.bone_count()];
-        skin_entity(&model, &oskin, &RemapTable::build(&o.rig, omesh), &mut palette);
+        skin_entity(
+            &model,
+            &oskin,
+            &RemapTable::build(&o.rig, omesh),
+            &mut palette,
+        );
         let (rest, _) = omesh.skin_cpu(&palette);
-        let (lo, hi) = rest.iter().fold((Vec3::MAX, Vec3::MIN), |(l, h), p| {
-            (l.min(*p), h.max(*p))
-        });
+        let (lo, hi) = rest
+            .iter()
+            .fold((Vec3::MAX, Vec3::MIN), |(l, h), p| (l.min(*p), h.max(*p)));
         let original_radius = rest
             .iter()
             .map(|p| p.distance((lo + hi) * 0.5))

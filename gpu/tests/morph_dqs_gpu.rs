@@ -433,7 +433,12 @@ fn the_compute_rasteriser_morphs_and_skins_like_the_cpu() {
     let bones = mesh.bone_count() as u32;
     let instances = [Instance::new(0, worlds[0]), Instance::new(bones, worlds[1])];
     let gpu = lit(&r
-        .render(&ctx, &buffer(bytemuck::cast_slice(&palettes.concat())), &instances, &camera)
+        .render(
+            &ctx,
+            &buffer(bytemuck::cast_slice(&palettes.concat())),
+            &instances,
+            &camera,
+        )
         .unwrap());
     // The CPU's vertices of both instances, drawn as they are.
     let static_image = |skinned: [(Vec<Vec3>, Vec<Vec3>); 2]| {
@@ -450,15 +455,21 @@ fn the_compute_rasteriser_morphs_and_skins_like_the_cpu() {
             combined
                 .normals
                 .extend(n.iter().map(|n| worlds[i].transform_vector3(*n)));
-            combined.indices.extend(mesh.indices().iter().map(|k| base + k));
+            combined
+                .indices
+                .extend(mesh.indices().iter().map(|k| base + k));
         }
-        combined.influences =
-            vec![RawVertexInfluences(vec![(0, 1.0)]); combined.positions.len()];
+        combined.influences = vec![RawVertexInfluences(vec![(0, 1.0)]); combined.positions.len()];
         let mut r = ComputeCrowdRenderer::new(&ctx, &combined.bake().unwrap(), w, h).unwrap();
         r.shading.ambient = 1.0;
         let identity = buffer(bytemuck::cast_slice(&[Affine3A::IDENTITY.to_cols_array()]));
         lit(&r
-            .render(&ctx, &identity, &[Instance::new(0, Affine3A::IDENTITY)], &camera)
+            .render(
+                &ctx,
+                &identity,
+                &[Instance::new(0, Affine3A::IDENTITY)],
+                &camera,
+            )
             .unwrap())
     };
     let cpu = static_image([0, 1].map(|i| mesh.skin_cpu_morphed(&palettes[i], &lists[i])));

@@ -37,6 +37,11 @@
 //! per-pixel normal). Nearest wins; only 32-bit atomics are needed (portable WGSL, runs on
 //! lavapipe).
 //!
+//! Palette crowds morph each vertex by its instance's active targets and skin it by the mesh's
+//! [`sinew_jobs::asset::SkinningMethod`] with `skinning.wgsl`'s own functions (`morph_vertex`,
+//! `dqs_bone`, `dqs_blend`, `dqs_apply`); the method's WGSL piece (`raster_skin_linear.wgsl`
+//! or `raster_skin_dq.wgsl`) is joined at pipeline creation.
+//!
 //! Near plane: a vertex in front of the near plane (behind the eye included) is marked, and a
 //! triangle with one or two marked vertices is re-skinned, clipped against the near plane in
 //! clip space and drawn as one or two triangles (like the graphics pipeline's clipping).
@@ -384,8 +389,19 @@ fn cluster_mesh_stride(mesh: &SkinnedMesh, force_extra: bool) -> Result<Clustere
     let morph = mesh.morph_targets();
     let deltas = |v: usize| {
         (0..morph.len()).flat_map(move |k| {
-            let n = morph.target_normals(k).get(v).copied().unwrap_or(Vec3::ZERO);
-            [morph.target_positions(k).get(v).copied().unwrap_or(Vec3::ZERO), n]
+            let n = morph
+                .target_normals(k)
+                .get(v)
+                .copied()
+                .unwrap_or(Vec3::ZERO);
+            [
+                morph
+                    .target_positions(k)
+                    .get(v)
+                    .copied()
+                    .unwrap_or(Vec3::ZERO),
+                n,
+            ]
         })
     };
     let delta_hash = |v: usize| {

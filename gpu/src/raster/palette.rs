@@ -658,13 +658,16 @@ fn cs_probe(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_i
         };
         let a = |target, weight| ActiveMorph { target, weight };
         let lists = [vec![a(0, 0.8), a(2, -0.4)], vec![], vec![a(1, 1.0)]];
-        let palettes: Vec<Vec<[f32; 12]>> = (0..INSTANCES).map(|i| palette(0.4 * i as f32)).collect();
+        let palettes: Vec<Vec<[f32; 12]>> =
+            (0..INSTANCES).map(|i| palette(0.4 * i as f32)).collect();
         let flat: Vec<[f32; 12]> = palettes.concat();
-        let palette_buf = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("palette"),
-            contents: bytemuck::cast_slice(&flat),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
+        let palette_buf = ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("palette"),
+                contents: bytemuck::cast_slice(&flat),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
         let worlds = [
             Affine3A::IDENTITY,
             Affine3A::from_scale_rotation_translation(
@@ -707,9 +710,9 @@ fn cs_probe(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_i
                         v.iter().map(|p| worlds[i].transform_point3(*p)).collect()
                     };
                     let (p, bind) = (place(&p), place(&bind));
-                    let (lo, hi) = p.iter().fold((Vec3::MAX, Vec3::MIN), |(l, h), q| {
-                        (l.min(*q), h.max(*q))
-                    });
+                    let (lo, hi) = p
+                        .iter()
+                        .fold((Vec3::MAX, Vec3::MIN), |(l, h), q| (l.min(*q), h.max(*q)));
                     let d = (hi - lo).length();
                     let (mut pe, mut ne) = (0.0f32, 0.0f32);
                     for (v, (gp, gn)) in gpu[i].iter().enumerate() {
