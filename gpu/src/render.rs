@@ -418,7 +418,7 @@ impl CrowdRenderer {
             bone_count,
             instances,
             instance_count: 0,
-            morph_deltas: morph_delta_buffer(ctx, mesh)?,
+            morph_deltas: morph_delta_buffer(ctx, &[mesh])?,
             morph_targets,
             morphs: None,
             no_morphs: MorphInstances::none(ctx),
@@ -600,11 +600,7 @@ impl CrowdRenderer {
                 },
                 wgpu::BindGroupEntry {
                     binding: 7,
-                    resource: morphs.ranges().as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 8,
-                    resource: morphs.active().as_entire_binding(),
+                    resource: morphs.lists().as_entire_binding(),
                 },
             ],
         });

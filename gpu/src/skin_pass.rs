@@ -74,46 +74,47 @@ pub struct GpuSkinMesh {
     has_normals: bool,
 }
 
-/// The morph deltas of `mesh` as the shaders read them: two `vec4<f32>` (position, normal
-/// delta) per (target, vertex), target-major; one zero entry for a mesh without targets (a
-/// binding needs a buffer).
+/// The morph deltas of `meshes` (a mesh, or the levels of a LOD chain, each with the same
+/// number of targets) as the shaders read them: two `vec4<f32>` (position, normal delta) per
+/// (target, vertex), target-major, the meshes' vertices numbered one after the other; one zero
+/// entry when there are no targets (a binding needs a buffer).
 pub(crate) fn morph_delta_buffer(
     ctx: &GpuContext,
-    mesh: &SkinnedMesh,
+    meshes: &[&SkinnedMesh],
 ) -> Result<wgpu::Buffer, GpuError> {
-    let morph = mesh.morph_targets();
-    let normals = morph.normal_deltas();
-    let mut deltas: Vec<[f32; 4]> = Vec::with_capacity(morph.position_deltas().len() * 2);
-    for (i, p) in morph.position_deltas().iter().enumerate() {
-        let n = normals.get(i).copied().unwrap_or(Vec3::ZERO);
-        deltas.push([p.x, p.y, p.z, 0.0]);
-        deltas.push([n.x, n.y, n.z, 0.0]);
+    let targets = meshes.first().map_or(0, |m| m.morph_targets().len());
+    let vertices: usize = meshes.iter().map(|m| m.positions().len()).sum();
+    let mut deltas: Vec<[f32; 4]> = Vec::with_capacity(2 * targets * vertices);
+    for k in 0..targets {
+        for mesh in meshes {
+            let morph = mesh.morph_targets();
+            let normals = morph.target_normals(k);
+            for (v, p) in morph.target_positions(k).iter().enumerate() {
+                let n = normals.get(v).copied().unwrap_or(Vec3::ZERO);
+                deltas.push([p.x, p.y, p.z, 0.0]);
+                deltas.push([n.x, n.y, n.z, 0.0]);
+            }
+        }
     }
     if deltas.is_empty() {
         deltas.push([0.0; 4]);
         deltas.push([0.0; 4]);
     }
+    let name = meshes.first().map_or("", |m| m.name());
     ctx.storage_init(
-        &format!(
-            "morph deltas of mesh '{}' ({} targets)",
-            mesh.name(),
-            morph.len()
-        ),
+        &format!("morph deltas of mesh '{name}' ({targets} targets)"),
         bytemuck::cast_slice(&deltas),
         wgpu::BufferUsages::empty(),
     )
 }
 
-/// Per-instance `(first, count)` ranges, the flat entries, the instance count.
-type PackedLists = (Vec<[u32; 2]>, Vec<ActiveMorph>, u32);
-
-/// The active morph targets of each instance of a batch, on the GPU: per instance a range
-/// into one flat list of (target, weight) entries. Build one per batch, instance after
-/// instance in the batch's order.
+/// The active morph targets of each instance of a batch, on the GPU, in one buffer of
+/// `vec2<u32>`: per instance its range `(first, count)`, then every instance's `(target,
+/// weight bits)` entries (`first` indexes the same buffer). Build one per batch, instance
+/// after instance in the batch's order.
 #[derive(Debug)]
 pub struct MorphInstances {
-    ranges: wgpu::Buffer,
-    active: wgpu::Buffer,
+    lists: wgpu::Buffer,
     instances: u32,
 }
 
@@ -126,24 +127,19 @@ impl MorphInstances {
     /// range or a weight that is NaN or infinite; [`GpuError::TooLarge`] past the storage
     /// binding limit.
     pub fn new(ctx: &GpuContext, targets: u32, lists: &[&[ActiveMorph]]) -> Result<Self, GpuError> {
-        let (ranges, active, instances) = Self::pack(targets, lists)?;
+        let (words, instances) = Self::pack(targets, lists)?;
         Ok(Self {
-            ranges: ctx.storage_init(
-                "morph ranges",
-                bytemuck::cast_slice(&ranges),
-                wgpu::BufferUsages::empty(),
-            )?,
-            active: ctx.storage_init(
-                "active morph targets",
-                bytemuck::cast_slice(&active),
+            lists: ctx.storage_init(
+                "morph lists",
+                bytemuck::cast_slice(&words),
                 wgpu::BufferUsages::empty(),
             )?,
             instances,
         })
     }
 
-    /// Replaces the lists (the next frame's), writing into the existing buffers when they are
-    /// large enough (one `queue.write_buffer` each) and growing them otherwise.
+    /// Replaces the lists (the next frame's), writing into the existing buffer when it is
+    /// large enough (one `queue.write_buffer`) and growing it otherwise.
     ///
     /// # Errors
     /// As [`MorphInstances::new`]; on an error the previous lists stay.
@@ -153,40 +149,30 @@ impl MorphInstances {
         targets: u32,
         lists: &[&[ActiveMorph]],
     ) -> Result<(), GpuError> {
-        let (ranges, active, instances) = Self::pack(targets, lists)?;
-        let reuse = |buffer: &wgpu::Buffer, bytes: &[u8]| {
-            bytes.len() as u64 <= buffer.size()
-                && buffer.usage().contains(wgpu::BufferUsages::COPY_DST)
-        };
-        let (rb, ab): (&[u8], &[u8]) =
-            (bytemuck::cast_slice(&ranges), bytemuck::cast_slice(&active));
-        let new_ranges = if reuse(&self.ranges, rb) {
-            None
+        let (words, instances) = Self::pack(targets, lists)?;
+        let bytes: &[u8] = bytemuck::cast_slice(&words);
+        if bytes.len() as u64 <= self.lists.size()
+            && self.lists.usage().contains(wgpu::BufferUsages::COPY_DST)
+        {
+            ctx.queue.write_buffer(&self.lists, 0, bytes);
         } else {
-            Some(ctx.storage_init("morph ranges", rb, wgpu::BufferUsages::empty())?)
-        };
-        let new_active = if reuse(&self.active, ab) {
-            None
-        } else {
-            Some(ctx.storage_init("active morph targets", ab, wgpu::BufferUsages::empty())?)
-        };
-        match new_ranges {
-            Some(b) => self.ranges = b,
-            None => ctx.queue.write_buffer(&self.ranges, 0, rb),
-        }
-        match new_active {
-            Some(b) => self.active = b,
-            None => ctx.queue.write_buffer(&self.active, 0, ab),
+            self.lists = ctx.storage_init("morph lists", bytes, wgpu::BufferUsages::empty())?;
         }
         self.instances = instances;
         Ok(())
     }
 
-    /// Checks the lists and flattens them: per-instance `(first, count)` ranges, the entries,
-    /// the instance count (neither vector empty: a binding needs a buffer).
-    fn pack(targets: u32, lists: &[&[ActiveMorph]]) -> Result<PackedLists, GpuError> {
-        let mut ranges: Vec<[u32; 2]> = Vec::with_capacity(lists.len().max(1));
-        let mut active: Vec<ActiveMorph> = Vec::new();
+    /// Checks the lists and flattens them: the per-instance `(first, count)` ranges, then the
+    /// `(target, weight bits)` entries (never empty: a binding needs a buffer), and the
+    /// instance count.
+    fn pack(targets: u32, lists: &[&[ActiveMorph]]) -> Result<(Vec<[u32; 2]>, u32), GpuError> {
+        let too_many = || GpuError::InvalidInput {
+            what: "MorphInstances: more than u32::MAX instances and entries".into(),
+        };
+        let instances = u32::try_from(lists.len()).map_err(|_| too_many())?;
+        let entries: usize = lists.iter().map(|l| l.len()).sum();
+        let mut words: Vec<[u32; 2]> = Vec::with_capacity((lists.len() + entries).max(1));
+        let mut first = instances;
         for (i, list) in lists.iter().enumerate() {
             if let Some((k, a)) = list
                 .iter()
@@ -200,40 +186,30 @@ impl MorphInstances {
                     ),
                 });
             }
-            let too_many = || GpuError::InvalidInput {
-                what: "MorphInstances: more than u32::MAX active entries".into(),
-            };
-            let first = u32::try_from(active.len()).map_err(|_| too_many())?;
             let count = u32::try_from(list.len()).map_err(|_| too_many())?;
-            ranges.push([first, count]);
-            active.extend_from_slice(list);
+            words.push([first, count]);
+            first = first.checked_add(count).ok_or_else(too_many)?;
         }
-        let instances = u32::try_from(lists.len()).map_err(|_| GpuError::InvalidInput {
-            what: "MorphInstances: more than u32::MAX instances".into(),
-        })?;
-        if ranges.is_empty() {
-            ranges.push([0, 0]);
+        for list in lists {
+            words.extend(list.iter().map(|a| [a.target, a.weight.to_bits()]));
         }
-        if active.is_empty() {
-            active.push(ActiveMorph::default());
+        if words.is_empty() {
+            words.push([0, 0]);
         }
-        Ok((ranges, active, instances))
+        Ok((words, instances))
     }
 
-    /// The placeholder bound when a batch has no morph lists (one empty range, one zero
-    /// entry; the shader does not read them).
+    /// The placeholder bound when a batch has no morph lists (one empty range; the shader
+    /// does not read it).
     pub(crate) fn none(ctx: &GpuContext) -> Self {
-        let buffer = |label: &str| {
-            ctx.device
+        Self {
+            lists: ctx
+                .device
                 .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(label),
+                    label: Some("no morph lists"),
                     contents: &[0u8; 16],
                     usage: wgpu::BufferUsages::STORAGE,
-                })
-        };
-        Self {
-            ranges: buffer("no morph ranges"),
-            active: buffer("no active morph targets"),
+                }),
             instances: 0,
         }
     }
@@ -243,14 +219,9 @@ impl MorphInstances {
         self.instances
     }
 
-    /// The per-instance ranges buffer (binding 7 of `skinning.wgsl`).
-    pub(crate) fn ranges(&self) -> &wgpu::Buffer {
-        &self.ranges
-    }
-
-    /// The flat active list (binding 8 of `skinning.wgsl`).
-    pub(crate) fn active(&self) -> &wgpu::Buffer {
-        &self.active
+    /// The ranges and entries (binding 7 of `skinning.wgsl`).
+    pub(crate) fn lists(&self) -> &wgpu::Buffer {
+        &self.lists
     }
 }
 
@@ -294,7 +265,7 @@ impl GpuSkinMesh {
                 what: format!("mesh '{}' has too many morph targets", mesh.name()),
             })?;
         Ok(Self {
-            morph_deltas: morph_delta_buffer(ctx, mesh)?,
+            morph_deltas: morph_delta_buffer(ctx, &[mesh])?,
             morph_targets,
             skinning: mesh.skinning(),
             vertices: ctx.storage_init(
@@ -523,11 +494,7 @@ impl SkinPass {
                 },
                 wgpu::BindGroupEntry {
                     binding: 7,
-                    resource: morphs.ranges.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 8,
-                    resource: morphs.active.as_entire_binding(),
+                    resource: morphs.lists.as_entire_binding(),
                 },
             ],
         });

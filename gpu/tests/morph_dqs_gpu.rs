@@ -12,6 +12,7 @@
 mod common;
 
 use glam::{Affine3A, EulerRot, Mat3, Mat4, Quat, Vec3};
+use sinew_gpu::raster::ComputeCrowdRenderer;
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
 use sinew_gpu::skin_pass::{
     GpuSkinMesh, MorphInstances, SkinBatch, SkinBuffers, SkinPass, read_buffer_f32,
@@ -394,6 +395,99 @@ fn the_vertex_shader_morphs_and_skins_like_the_cpu() {
     );
 }
 
+/// The compute rasteriser's morph and DQS path draws what the CPU computes: two instances
+/// with their own morph lists, palettes and world transforms, drawn by `ComputeCrowdRenderer`,
+/// against the CPU-morphed and CPU-skinned vertices of each drawn as static meshes (one bone,
+/// identity palette) by the same rasteriser; coverage agrees but for pixels at edges, and the
+/// bind shape differs. Eight influences: the compute rasteriser blends both sets.
+#[test]
+fn the_compute_rasteriser_morphs_and_skins_like_the_cpu() {
+    let Some(ctx) = common::context() else { return };
+    let (w, h) = (192u32, 160u32);
+    let camera = Camera::look_at(Vec3::new(0.0, 0.0, 9.0), Vec3::ZERO);
+    let mesh = face(SkinningMethod::DualQuaternion, 7);
+    let lists = active_lists();
+    let lists = [lists[0].clone(), lists[2].clone()];
+    let palettes = [palette(0.1), palette(0.6)];
+    let worlds = [
+        Affine3A::from_translation(Vec3::new(-1.8, 0.0, 0.0)),
+        Affine3A::from_rotation_translation(Quat::from_rotation_z(0.5), Vec3::new(1.8, 0.2, 0.0)),
+    ];
+    let buffer = |contents: &[u8]| {
+        wgpu::util::DeviceExt::create_buffer_init(
+            &ctx.device,
+            &wgpu::util::BufferInitDescriptor {
+                label: Some("palette"),
+                contents,
+                usage: wgpu::BufferUsages::STORAGE,
+            },
+        )
+    };
+    let lit = |img: &sinew_gpu::render::RgbaImage| -> Vec<bool> {
+        img.pixels.chunks(4).map(|px| px[0] > 40).collect()
+    };
+    let mut r = ComputeCrowdRenderer::new(&ctx, &mesh, w, h).unwrap();
+    r.shading.ambient = 1.0;
+    let refs: Vec<&[ActiveMorph]> = lists.iter().map(Vec::as_slice).collect();
+    r.set_morphs(&ctx, &refs).unwrap();
+    let bones = mesh.bone_count() as u32;
+    let instances = [Instance::new(0, worlds[0]), Instance::new(bones, worlds[1])];
+    let gpu = lit(&r
+        .render(
+            &ctx,
+            &buffer(bytemuck::cast_slice(&palettes.concat())),
+            &instances,
+            &camera,
+        )
+        .unwrap());
+    // The CPU's vertices of both instances, drawn as they are.
+    let static_image = |skinned: [(Vec<Vec3>, Vec<Vec3>); 2]| {
+        let mut combined = RawSkinnedMesh {
+            name: "cpu".into(),
+            bones: vec![("root".into(), Mat4::IDENTITY)],
+            ..Default::default()
+        };
+        for (i, (p, n)) in skinned.into_iter().enumerate() {
+            let base = combined.positions.len() as u32;
+            combined
+                .positions
+                .extend(p.iter().map(|p| worlds[i].transform_point3(*p)));
+            combined
+                .normals
+                .extend(n.iter().map(|n| worlds[i].transform_vector3(*n)));
+            combined
+                .indices
+                .extend(mesh.indices().iter().map(|k| base + k));
+        }
+        combined.influences = vec![RawVertexInfluences(vec![(0, 1.0)]); combined.positions.len()];
+        let mut r = ComputeCrowdRenderer::new(&ctx, &combined.bake().unwrap(), w, h).unwrap();
+        r.shading.ambient = 1.0;
+        let identity = buffer(bytemuck::cast_slice(&[Affine3A::IDENTITY.to_cols_array()]));
+        lit(&r
+            .render(
+                &ctx,
+                &identity,
+                &[Instance::new(0, Affine3A::IDENTITY)],
+                &camera,
+            )
+            .unwrap())
+    };
+    let cpu = static_image([0, 1].map(|i| mesh.skin_cpu_morphed(&palettes[i], &lists[i])));
+    let bind = static_image([0, 1].map(|i| mesh.skin_cpu(&palettes[i])));
+    let covered = cpu.iter().filter(|x| **x).count();
+    let differ = |a: &[bool], b: &[bool]| a.iter().zip(b).filter(|(x, y)| x != y).count();
+    let (gpu_cpu, bind_cpu) = (differ(&gpu, &cpu), differ(&bind, &cpu));
+    eprintln!(
+        "{covered} covered pixels; compute raster vs CPU differ in {gpu_cpu}, bind shape vs CPU in {bind_cpu}"
+    );
+    assert!(covered > 1000, "the meshes are on screen");
+    assert!(bind_cpu > 200, "the morph visibly moves the mesh");
+    assert!(
+        gpu_cpu * 100 <= covered,
+        "compute raster and CPU coverage differ in {gpu_cpu} pixels"
+    );
+}
+
 #[test]
 fn morph_lists_must_match_the_instances_and_can_be_cleared() {
     let Some(ctx) = common::context() else { return };
@@ -582,14 +676,10 @@ fn vertex_stage(
         deltas.extend([p.x, p.y, p.z, 0.0, n.x, n.y, n.z, 0.0]);
     }
     let deltas = init("probe deltas", bytemuck::cast_slice(&deltas), storage);
-    let ranges = init(
-        "probe ranges",
-        bytemuck::cast_slice(&[0u32, active.len() as u32]),
-        storage,
-    );
-    let mut list: Vec<ActiveMorph> = active.to_vec();
-    list.push(ActiveMorph::default());
-    let list = init("probe active", bytemuck::cast_slice(&list), storage);
+    // One instance: its range (first entry 1, count), then the entries.
+    let mut lists: Vec<[u32; 2]> = vec![[1, active.len() as u32]];
+    lists.extend(active.iter().map(|a| [a.target, a.weight.to_bits()]));
+    let lists = init("probe morph lists", bytemuck::cast_slice(&lists), storage);
     let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some("probe"),
         layout: &pipeline.get_bind_group_layout(0),
@@ -608,11 +698,7 @@ fn vertex_stage(
             },
             wgpu::BindGroupEntry {
                 binding: 7,
-                resource: ranges.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 8,
-                resource: list.as_entire_binding(),
+                resource: lists.as_entire_binding(),
             },
         ],
     });

@@ -8,7 +8,7 @@ use sinew_jobs::asset::SkinnedMesh;
 
 use super::{
     BAKED_MATERIAL_BITS, ComputeRasterOptions, FrameLook, FrameQueries, LodLevel, RASTER_MAX_BONES,
-    RASTER_WGSL, RasterCore, RasterGpuTimes, bind_pose_sphere,
+    RASTER_SKIN_LINEAR_WGSL, RASTER_WGSL, RasterCore, RasterGpuTimes, bind_pose_sphere,
 };
 use crate::baked::{
     BakedAnimationGpu, BakedInstance, common_bind_group, common_layout, globals_buffer, wait,
@@ -92,7 +92,7 @@ impl ComputeBakedRenderer {
         }
         let layout = common_layout(ctx, &[]);
         let source = format!(
-            "{}\n{}\n{RASTER_WGSL}",
+            "{}\n{}\n{RASTER_WGSL}\n{RASTER_SKIN_LINEAR_WGSL}",
             include_str!("../shaders/baked_common.wgsl"),
             include_str!("../shaders/raster_baked.wgsl")
         );
@@ -176,6 +176,7 @@ impl ComputeBakedRenderer {
             srgb: false,
             material_bits: BAKED_MATERIAL_BITS,
             bone_count: self.bone_count,
+            morph: false,
         };
         let params = self.core.params(&look);
         let mut encoder = ctx

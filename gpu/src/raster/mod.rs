@@ -37,6 +37,11 @@
 //! per-pixel normal). Nearest wins; only 32-bit atomics are needed (portable WGSL, runs on
 //! lavapipe).
 //!
+//! Palette crowds morph each vertex by its instance's active targets and skin it by the mesh's
+//! [`sinew_jobs::asset::SkinningMethod`] with `skinning.wgsl`'s own functions (`morph_vertex`,
+//! `dqs_bone`, `dqs_blend`, `dqs_apply`); the method's WGSL piece (`raster_skin_linear.wgsl`
+//! or `raster_skin_dq.wgsl`) is joined at pipeline creation.
+//!
 //! Near plane: a vertex in front of the near plane (behind the eye included) is marked, and a
 //! triangle with one or two marked vertices is re-skinned, clipped against the near plane in
 //! clip space and drawn as one or two triangles (like the graphics pipeline's clipping).
@@ -57,7 +62,7 @@ mod baked;
 mod palette;
 
 pub use baked::{ComputeBakedRenderer, RasterFrameTiming};
-pub use palette::{ComputeCrowdRenderer, mesh_bounding_sphere};
+pub use palette::{ComputeCrowdRenderer, mesh_bounding_sphere, rest_pose_bounding_sphere};
 
 use std::time::Duration;
 
@@ -67,8 +72,12 @@ use sinew_jobs::asset::SkinnedMesh;
 
 use crate::context::{GpuContext, GpuError};
 
-/// The shared rasteriser source (appended after a vertex source).
+/// The shared rasteriser source (joined with a vertex source and a skinning method).
 pub const RASTER_WGSL: &str = include_str!("../shaders/raster_common.wgsl");
+/// The rasteriser's linear blend skinning (`raster_set_bone`, `raster_skin`).
+pub(crate) const RASTER_SKIN_LINEAR_WGSL: &str = include_str!("../shaders/raster_skin_linear.wgsl");
+/// The rasteriser's dual-quaternion skinning, on `skinning.wgsl`'s `dqs_*` functions.
+pub(crate) const RASTER_SKIN_DQ_WGSL: &str = include_str!("../shaders/raster_skin_dq.wgsl");
 /// Invocations per workgroup of the raster and big-triangle passes (must match the shader).
 pub const GROUP_SIZE: u32 = 256;
 /// Most bones a baked mesh may have for the compute rasteriser (workgroup memory).
@@ -212,7 +221,11 @@ pub(crate) struct RasterParams {
     level_count: u32,
     lod_scale: f32,
     lod_pixel_error: f32,
-    pad: [u32; 3],
+    /// Vertices per target in the morph delta buffer (all levels' vertices).
+    morph_vertex_count: u32,
+    /// Where the cluster vertices' source vertex indices start in the cluster buffer.
+    source_offset: u32,
+    pad: u32,
     /// Model-space sphere (centre, radius) whose near side the level choice projects.
     lod_sphere: [f32; 4],
     /// Per level: first cluster, cluster count, error (f32 bits), 0.
@@ -222,6 +235,7 @@ pub(crate) struct RasterParams {
 const FLAG_SRGB: u32 = 1;
 const FLAG_SKIN_ONLY: u32 = 2;
 const FLAG_COUNT_LEVELS: u32 = 4;
+const FLAG_MORPH: u32 = 8;
 
 /// Per-frame inputs of [`RasterCore::params`] that depend on the vertex source.
 pub(crate) struct FrameLook {
@@ -234,6 +248,8 @@ pub(crate) struct FrameLook {
     pub srgb: bool,
     pub material_bits: u32,
     pub bone_count: u32,
+    /// Whether the instances have morph lists (palette source).
+    pub morph: bool,
 }
 
 /// Frustum planes (inside: `dot(plane, (p, 1)) ≥ 0`), normalised, for depth 0..1.
@@ -298,6 +314,8 @@ pub(crate) struct RasterCore {
     pub(crate) height: u32,
     cluster_count: u32,
     vertex_stride: u32,
+    morph_vertex_count: u32,
+    source_offset: u32,
     big_allocated: u32,
     pub(crate) instance_count: u32,
     pub(crate) options: ComputeRasterOptions,
@@ -324,6 +342,8 @@ pub struct ClusteredMesh {
     pub unique_vertices: usize,
     /// Vertices skinned per instance (unique vertices plus those repeated across clusters).
     pub cluster_vertices: usize,
+    /// Per cluster vertex, the mesh vertex it stands for (whose morph deltas it takes).
+    pub sources: Vec<u32>,
 }
 
 fn pack_snorm10(v: f32) -> u32 {
@@ -364,8 +384,43 @@ fn cluster_mesh_stride(mesh: &SkinnedMesh, force_extra: bool) -> Result<Clustere
         }
         Ok([j[0] | (j[1] << 16), j[2] | (j[3] << 16)])
     };
-    let mut unique: std::collections::HashMap<[u32; 12], u32> = std::collections::HashMap::new();
+    // Vertices merge when their words are equal and, for a mesh with morph targets, so are
+    // their deltas in every target (the key holds a hash of them; equal keys are compared).
+    let morph = mesh.morph_targets();
+    let deltas = |v: usize| {
+        (0..morph.len()).flat_map(move |k| {
+            let n = morph
+                .target_normals(k)
+                .get(v)
+                .copied()
+                .unwrap_or(Vec3::ZERO);
+            [
+                morph
+                    .target_positions(k)
+                    .get(v)
+                    .copied()
+                    .unwrap_or(Vec3::ZERO),
+                n,
+            ]
+        })
+    };
+    let delta_hash = |v: usize| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for d in deltas(v) {
+            d.to_array().map(f32::to_bits).hash(&mut h);
+        }
+        h.finish()
+    };
+    let same_deltas = |a: usize, b: usize| {
+        deltas(a)
+            .zip(deltas(b))
+            .all(|(x, y)| x.to_array().map(f32::to_bits) == y.to_array().map(f32::to_bits))
+    };
+    let mut unique: std::collections::HashMap<([u32; 12], u64), Vec<u32>> =
+        std::collections::HashMap::new();
     let mut unique_words: Vec<[u32; 12]> = Vec::new();
+    let mut unique_source: Vec<u32> = Vec::new();
     let mut remap = Vec::with_capacity(n);
     for (v, p) in mesh.positions().iter().enumerate() {
         let nrm = mesh.normals().get(v).copied().unwrap_or(Vec3::Y);
@@ -396,10 +451,21 @@ fn cluster_mesh_stride(mesh: &SkinnedMesh, force_extra: bool) -> Result<Clustere
                 pack_unorm16_pair(we[2], we[3]),
             ]);
         }
-        let id = *unique.entry(w).or_insert_with(|| {
-            unique_words.push(w);
-            (unique_words.len() - 1) as u32
-        });
+        let key = (w, if morph.is_empty() { 0 } else { delta_hash(v) });
+        let candidates = unique.entry(key).or_default();
+        let id = match candidates
+            .iter()
+            .find(|id| morph.is_empty() || same_deltas(unique_source[**id as usize] as usize, v))
+        {
+            Some(id) => *id,
+            None => {
+                unique_words.push(w);
+                unique_source.push(v as u32);
+                let id = (unique_words.len() - 1) as u32;
+                candidates.push(id);
+                id
+            }
+        };
         remap.push(id);
     }
     let words = stride * 4;
@@ -409,6 +475,7 @@ fn cluster_mesh_stride(mesh: &SkinnedMesh, force_extra: bool) -> Result<Clustere
     let mut local: Vec<u32> = Vec::with_capacity(CLUSTER_VERTICES);
     let mut cluster_tris: Vec<u32> = Vec::new();
     let mut cluster_vertices = 0usize;
+    let mut sources = Vec::new();
     let mut flush = |local: &mut Vec<u32>, cluster_tris: &mut Vec<u32>| {
         if cluster_tris.is_empty() {
             return;
@@ -421,6 +488,7 @@ fn cluster_mesh_stride(mesh: &SkinnedMesh, force_extra: bool) -> Result<Clustere
         ]);
         for id in local.iter() {
             vertex_words.extend_from_slice(&unique_words[*id as usize][..words]);
+            sources.push(unique_source[*id as usize]);
         }
         cluster_vertices += local.len();
         triangles.append(cluster_tris);
@@ -510,6 +578,7 @@ fn cluster_mesh_stride(mesh: &SkinnedMesh, force_extra: bool) -> Result<Clustere
         vertex_stride: stride as u32,
         unique_vertices: unique_words.len(),
         cluster_vertices,
+        sources,
     })
 }
 
@@ -531,6 +600,9 @@ pub struct ClusteredChain {
     pub level_vertices: Vec<usize>,
     /// Triangles per level.
     pub level_triangles: Vec<usize>,
+    /// Per vertex of [`ClusteredChain::vertex_words`], the vertex whose morph deltas it takes,
+    /// numbering the levels' vertices one after the other (level 0's first).
+    pub sources: Vec<u32>,
 }
 
 /// Clusters every level of a LOD chain into shared buffers.
@@ -561,6 +633,18 @@ pub fn cluster_chain(levels: &[LodLevel<'_>]) -> Result<ClusteredChain, GpuError
                 first.mesh.name()
             )));
         }
+        if l.mesh.skinning() != first.mesh.skinning()
+            || l.mesh.morph_targets().len() != first.mesh.morph_targets().len()
+        {
+            return Err(bad(format!(
+                "level {i} ('{}') has {:?} skinning and {} morph targets, level 0 {:?} and {}",
+                l.mesh.name(),
+                l.mesh.skinning(),
+                l.mesh.morph_targets().len(),
+                first.mesh.skinning(),
+                first.mesh.morph_targets().len()
+            )));
+        }
         if !(l.error.is_finite() && l.error >= previous) {
             return Err(bad(format!(
                 "level {i} error {} (finite, ≥ 0 and non-decreasing)",
@@ -580,6 +664,8 @@ pub fn cluster_chain(levels: &[LodLevel<'_>]) -> Result<ClusteredChain, GpuError
     let mut headers = Vec::with_capacity(4 * total as usize);
     let mut triangles = Vec::new();
     let mut table = Vec::new();
+    let mut sources = Vec::new();
+    let mut level_base = 0u32;
     for (c, l) in clustered.iter().zip(levels) {
         let vertex_base = (vertex_words.len() / (4 * stride as usize)) as u32;
         let own_header = 4 * c.cluster_count;
@@ -599,6 +685,8 @@ pub fn cluster_chain(levels: &[LodLevel<'_>]) -> Result<ClusteredChain, GpuError
         }
         triangles.extend_from_slice(&c.mesh_words[own_header as usize..]);
         vertex_words.extend_from_slice(&c.vertex_words);
+        sources.extend(c.sources.iter().map(|v| level_base + v));
+        level_base += l.mesh.positions().len() as u32;
     }
     headers.extend_from_slice(&triangles);
     Ok(ClusteredChain {
@@ -609,6 +697,7 @@ pub fn cluster_chain(levels: &[LodLevel<'_>]) -> Result<ClusteredChain, GpuError
         cluster_count: total,
         level_vertices: clustered.iter().map(|c| c.cluster_vertices).collect(),
         level_triangles: levels.iter().map(|l| l.mesh.indices().len() / 3).collect(),
+        sources,
     })
 }
 
@@ -651,19 +740,19 @@ struct RasterBuffers {
     indices: wgpu::Buffer,
     vis: wgpu::Buffer,
     big: wgpu::Buffer,
-    big_count: wgpu::Buffer,
+    /// The big-triangle count, then the instances drawn per level.
+    counters: wgpu::Buffer,
     big_args: wgpu::Buffer,
     color: wgpu::Buffer,
     readback: wgpu::Buffer,
-    level_counts: wgpu::Buffer,
     level_counts_read: wgpu::Buffer,
 }
 
 impl RasterBuffers {
-    /// The clustered chain's vertex and cluster buffers, a visibility word and a colour word
-    /// per pixel of the `width × height` target, the big-triangle list of
-    /// `big_triangle_capacity` entries and its indirect arguments, the level counters and the
-    /// read-back buffers.
+    /// The clustered chain's vertex and cluster buffers (the cluster buffer followed by the
+    /// vertices' sources), a visibility word and a colour word per pixel of the `width ×
+    /// height` target, the big-triangle list of `big_triangle_capacity` entries and its
+    /// indirect arguments, the counters and the read-back buffers.
     fn new(
         ctx: &GpuContext,
         label: &str,
@@ -698,6 +787,7 @@ impl RasterBuffers {
         };
         let none = wgpu::BufferUsages::empty();
         let counts_bytes = 4 * MAX_LOD_LEVELS as u64;
+        let mesh_words = [clustered.mesh_words.as_slice(), &clustered.sources].concat();
         Ok(Self {
             params: device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("raster params"),
@@ -712,20 +802,19 @@ impl RasterBuffers {
             )?,
             indices: ctx.storage_init(
                 "raster clusters",
-                bytemuck::cast_slice(&clustered.mesh_words),
+                bytemuck::cast_slice(&mesh_words),
                 none,
             )?,
             vis: storage("raster visibility", pixels_bytes, none),
             big: storage("raster big triangles", big_bytes, none),
-            big_count: storage("raster big count", 16, none),
+            counters: storage(
+                "raster counters",
+                4 + counts_bytes,
+                wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            ),
             big_args: storage("raster big args", 16, wgpu::BufferUsages::INDIRECT),
             color: storage("raster colour", pixels_bytes, wgpu::BufferUsages::COPY_SRC),
             readback: read("raster read-back", pixels_bytes),
-            level_counts: storage(
-                "raster level counts",
-                counts_bytes,
-                wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-            ),
             level_counts_read: read("raster level counts read", counts_bytes),
         })
     }
@@ -762,7 +851,6 @@ impl RasterPipelines {
                 storage_entry(5, false),
                 storage_entry(6, false),
                 storage_entry(7, false),
-                storage_entry(8, false),
             ],
         });
         let group2_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -778,13 +866,11 @@ impl RasterPipelines {
             bind_group_layouts: &[Some(group0_layout), Some(&group1_layout)],
             immediate_size: 0,
         });
+        // The preparation reads no vertex source binding: without group 0 it stays within the
+        // storage-buffer limit with group 2 added.
         let layout3 = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("raster prepare"),
-            bind_group_layouts: &[
-                Some(group0_layout),
-                Some(&group1_layout),
-                Some(&group2_layout),
-            ],
+            bind_group_layouts: &[None, Some(&group1_layout), Some(&group2_layout)],
             immediate_size: 0,
         });
         let pipeline = |entry: &str, layout: &wgpu::PipelineLayout| {
@@ -850,6 +936,8 @@ impl RasterCore {
             height: target.1,
             cluster_count: clustered.cluster_count,
             vertex_stride: clustered.vertex_stride,
+            morph_vertex_count: levels.iter().map(|l| l.mesh.positions().len() as u32).sum(),
+            source_offset: clustered.mesh_words.len() as u32,
             big_allocated: options.big_triangle_capacity,
             instance_count: 0,
             options,
@@ -896,9 +984,8 @@ impl RasterCore {
                     entry(3, &buffer),
                     entry(4, &self.buffers.vis),
                     entry(5, &self.buffers.big),
-                    entry(6, &self.buffers.big_count),
+                    entry(6, &self.buffers.counters),
                     entry(7, &self.buffers.color),
-                    entry(8, &self.buffers.level_counts),
                 ],
             }));
             self.instances = Some(buffer);
@@ -923,6 +1010,9 @@ impl RasterCore {
             _ => [0.0, 0.0, 0.0, -1.0],
         };
         let mut flags = 0;
+        if look.morph {
+            flags |= FLAG_MORPH;
+        }
         if look.srgb {
             flags |= FLAG_SRGB;
         }
@@ -978,7 +1068,9 @@ impl RasterCore {
             } else {
                 0.0
             },
-            pad: [0; 3],
+            morph_vertex_count: self.morph_vertex_count,
+            source_offset: self.source_offset,
+            pad: 0,
             lod_sphere: self.lod_sphere,
             levels,
         }
@@ -999,7 +1091,7 @@ impl RasterCore {
             return;
         };
         if self.options.count_levels {
-            encoder.clear_buffer(&self.buffers.level_counts, 0, None);
+            encoder.clear_buffer(&self.buffers.counters, 4, None);
         }
         let tw = |begin: Option<u32>, end: u32| {
             timestamps.map(|t| wgpu::ComputePassTimestampWrites {
@@ -1027,7 +1119,6 @@ impl RasterCore {
                 timestamp_writes: tw(None, 2),
             });
             pass.set_pipeline(&self.pipelines.prepare);
-            pass.set_bind_group(0, group0, &[]);
             pass.set_bind_group(1, group1, &[]);
             pass.set_bind_group(2, &self.group2, &[]);
             pass.dispatch_workgroups(1, 1, 1);
@@ -1060,8 +1151,8 @@ impl RasterCore {
                 label: Some("raster level counts"),
             });
         encoder.copy_buffer_to_buffer(
-            &self.buffers.level_counts,
-            0,
+            &self.buffers.counters,
+            4,
             &self.buffers.level_counts_read,
             0,
             self.buffers.level_counts_read.size(),

@@ -1,12 +1,17 @@
-// Compute rasteriser for skinned crowds (see gpu/src/raster/mod.rs). Appended after a vertex
+// Compute rasteriser for skinned crowds (see gpu/src/raster/mod.rs). Joined with a vertex
 // source (raster_palette.wgsl or raster_baked.wgsl), which provides:
 //   @group(1) @binding(3) the instances,
 //   fn source_world(instance) -> RasterBone              world transform rows (culling)
-//   fn source_prepare(instance, lid)                     fills raster_bones[0..bone_count]: each
-//                                                        bone's skinning matrix premultiplied
-//                                                        by the world transform (rows)
+//   fn source_prepare(instance, lid)                     calls raster_set_bone(b, world, m) for
+//                                                        each bone b < bone_count (m: the bone's
+//                                                        skinning matrix as rows)
+//   fn source_morph(v, position, normal) -> RasterSourceVertex
+//                                                        cluster vertex v's morphed bind shape
 //   fn source_material(instance) -> u32                  material index (masked by the caller)
 //   fn source_material_color(material) -> vec3<f32>      linear colour of a material
+// and with a skinning method (raster_skin_linear.wgsl or raster_skin_dq.wgsl), which provides
+// raster_set_bone and fn raster_skin(v) -> RasterSourceVertex (world position and normal of
+// cluster vertex v).
 //
 // The mesh arrives as clusters of at most 256 unique vertices (built on the CPU after merging
 // identical vertices): raster_mesh holds 4 words per cluster (first vertex, vertex count,
@@ -64,9 +69,11 @@ struct RasterParams {
     lod_scale: f32,
     // Largest projected error (pixels) a level may have to be drawn.
     lod_pixel_error: f32,
-    pad1: u32,
-    pad2: u32,
-    pad3: u32,
+    // Morph targets (palette source): vertices per target in the delta buffer, and where the
+    // cluster vertices' source vertex indices start in raster_mesh.
+    morph_vertex_count: u32,
+    source_offset: u32,
+    pad: u32,
     // Model-space LOD sphere (xyz centre, w radius; w < 0: always level 0).
     lod_sphere: vec4<f32>,
     // Per level: first cluster, cluster count, error (f32 bits, model units), 0.
@@ -99,10 +106,10 @@ struct RasterSourceVertex {
 @group(1) @binding(2) var<storage, read> raster_mesh: array<u32>;
 @group(1) @binding(4) var<storage, read_write> raster_vis: array<atomic<u32>>;
 @group(1) @binding(5) var<storage, read_write> raster_big: array<RasterBigTriangle>;
-@group(1) @binding(6) var<storage, read_write> raster_big_count: atomic<u32>;
+// [0]: listed big triangles; [1 + level]: instances drawn at each LOD level (when
+// RASTER_FLAG_COUNT_LEVELS).
+@group(1) @binding(6) var<storage, read_write> raster_counters: array<atomic<u32>, 9>;
 @group(1) @binding(7) var<storage, read_write> raster_color: array<u32>;
-// Instances drawn per LOD level (when RASTER_FLAG_COUNT_LEVELS).
-@group(1) @binding(8) var<storage, read_write> raster_level_counts: array<atomic<u32>, 8>;
 @group(2) @binding(0) var<storage, read_write> raster_big_args: array<u32, 4>;
 
 const RASTER_GROUP: u32 = 256u;
@@ -113,33 +120,13 @@ const RASTER_FLAG_COUNT_LEVELS: u32 = 4u;
 // x of a vertex in front of the near plane (behind the eye included): clipping path.
 const RASTER_BEHIND: f32 = 3e38;
 
-// Bone matrices of the workgroup's instance (RASTER_MAX_BONES in gpu/src/raster/mod.rs).
-var<workgroup> raster_bones: array<RasterBone, 128>;
 // The current cluster's projected vertices: x px, y px, reversed depth, light.
 var<workgroup> raster_screen: array<vec4<f32>, 256>;
 // 0: culled; else 1 + the instance's LOD level.
 var<workgroup> raster_instance_visible: u32;
 
-fn raster_bone_add(acc: RasterBone, m: RasterBone, w: f32) -> RasterBone {
-    return RasterBone(acc.r0 + m.r0 * w, acc.r1 + m.r1 * w, acc.r2 + m.r2 * w);
-}
-
-// Adds four influences: joints as u16 pairs in q.xy, weights as unorm16 pairs in q.zw (zero
-// weights skipped).
-fn raster_influences(acc: RasterBone, q: vec4<u32>) -> RasterBone {
-    let w = vec4<f32>(unpack2x16unorm(q.z), unpack2x16unorm(q.w));
-    let j = vec4<u32>(q.x & 0xffffu, q.x >> 16u, q.y & 0xffffu, q.y >> 16u);
-    var r = acc;
-    for (var i = 0u; i < 4u; i = i + 1u) {
-        if (w[i] != 0.0) {
-            r = raster_bone_add(r, raster_bones[j[i]], w[i]);
-        }
-    }
-    return r;
-}
-
 fn raster_weight_sum(q: vec4<u32>) -> f32 {
-    let w = vec4<f32>(unpack2x16unorm(q.z), unpack2x16unorm(q.w));
+    let w = raster_weights(q);
     return w.x + w.y + w.z + w.w;
 }
 
@@ -150,27 +137,29 @@ fn raster_unpack_normal(bits: u32) -> vec3<f32> {
     return vec3<f32>(f32(x), f32(y), f32(z)) / 511.0;
 }
 
-// World-space position and normal of cluster vertex v: linear blend skinning with the
-// workgroup's bone matrices (already in world space); the quantised weights are renormalised.
-fn raster_skin(v: u32) -> RasterSourceVertex {
+// Joints (u16 pairs in q.xy) and weights (unorm16 pairs in q.zw) of four influences.
+fn raster_joints(q: vec4<u32>) -> vec4<u32> {
+    return vec4<u32>(q.x & 0xffffu, q.x >> 16u, q.y & 0xffffu, q.y >> 16u);
+}
+
+fn raster_weights(q: vec4<u32>) -> vec4<f32> {
+    return vec4<f32>(unpack2x16unorm(q.z), unpack2x16unorm(q.w));
+}
+
+// Cluster vertex v's bind position and normal, morphed by the vertex source.
+fn raster_bind_vertex(v: u32) -> RasterSourceVertex {
+    let q0 = raster_vertices[v * raster_params.vertex_stride];
+    return source_morph(v, bitcast<vec3<f32>>(q0.xyz), raster_unpack_normal(q0.w));
+}
+
+// 1 / the sum of cluster vertex v's quantised weights (0 when they sum to 0).
+fn raster_weight_scale(v: u32) -> f32 {
     let base = v * raster_params.vertex_stride;
-    let q0 = raster_vertices[base];
-    let q1 = raster_vertices[base + 1u];
-    let zero = vec4<f32>(0.0);
-    var m = raster_influences(RasterBone(zero, zero, zero), q1);
-    var sum = raster_weight_sum(q1);
+    var sum = raster_weight_sum(raster_vertices[base + 1u]);
     if (raster_params.vertex_stride > 2u) {
-        let q2 = raster_vertices[base + 2u];
-        m = raster_influences(m, q2);
-        sum = sum + raster_weight_sum(q2);
+        sum = sum + raster_weight_sum(raster_vertices[base + 2u]);
     }
-    let inv = select(0.0, 1.0 / sum, sum > 0.0);
-    let p = vec4<f32>(bitcast<vec3<f32>>(q0.xyz), 1.0);
-    let n = vec4<f32>(raster_unpack_normal(q0.w), 0.0);
-    return RasterSourceVertex(
-        vec3<f32>(dot(m.r0, p), dot(m.r1, p), dot(m.r2, p)) * inv,
-        vec3<f32>(dot(m.r0, n), dot(m.r1, n), dot(m.r2, n)),
-    );
+    return select(0.0, 1.0 / sum, sum > 0.0);
 }
 
 fn raster_light(n: vec3<f32>) -> f32 {
@@ -293,7 +282,7 @@ fn raster_triangle(a: vec4<f32>, vb: vec4<f32>, vc: vec4<f32>, material: u32) {
     }
     let extent = vec2<u32>(r.zw - r.xy) + 1u;
     if (extent.x * extent.y > raster_params.big_threshold) {
-        let slot = atomicAdd(&raster_big_count, 1u);
+        let slot = atomicAdd(&raster_counters[0], 1u);
         if (slot < raster_params.big_capacity) {
             raster_big[slot] = RasterBigTriangle(a, b, c, vec4<u32>(material, 0u, 0u, 0u));
             return;
@@ -428,7 +417,7 @@ fn cs_raster(
             let level = raster_pick_level(world);
             v = level + 1u;
             if ((raster_params.flags & RASTER_FLAG_COUNT_LEVELS) != 0u) {
-                atomicAdd(&raster_level_counts[level], 1u);
+                atomicAdd(&raster_counters[1u + level], 1u);
             }
         }
         raster_instance_visible = v;
@@ -477,7 +466,7 @@ fn cs_raster(
 
 @compute @workgroup_size(1)
 fn cs_big_prepare() {
-    let n = min(atomicLoad(&raster_big_count), raster_params.big_capacity);
+    let n = min(atomicLoad(&raster_counters[0]), raster_params.big_capacity);
     raster_big_args[0] = min(n, RASTER_MAX_GROUPS_X);
     raster_big_args[1] = (n + RASTER_MAX_GROUPS_X - 1u) / RASTER_MAX_GROUPS_X;
     raster_big_args[2] = 1u;
@@ -490,7 +479,7 @@ fn cs_big(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let e = group.x + group.y * groups.x;
-    let n = min(atomicLoad(&raster_big_count), raster_params.big_capacity);
+    let n = min(atomicLoad(&raster_counters[0]), raster_params.big_capacity);
     if (e >= n) {
         return;
     }
@@ -520,7 +509,7 @@ fn cs_resolve(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     if (id.x == 0u && id.y == 0u) {
-        atomicStore(&raster_big_count, 0u);
+        atomicStore(&raster_counters[0], 0u);
     }
     let i = id.y * raster_params.width + id.x;
     let key = atomicExchange(&raster_vis[i], 0u);

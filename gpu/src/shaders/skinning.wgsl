@@ -77,10 +77,9 @@ fn normalize_or_zero(v: vec3<f32>) -> vec3<f32> {
 // The mesh's deltas, target-major: (target k, vertex v) at 2 · (k · vertex_count + v), the
 // position delta then the normal delta.
 @group(0) @binding(6) var<storage, read> morph_deltas: array<vec4<f32>>;
-// Per instance: (first entry in `morph_active`, entry count).
-@group(0) @binding(7) var<storage, read> morph_ranges: array<vec2<u32>>;
-// Active targets: (target index, weight's bits).
-@group(0) @binding(8) var<storage, read> morph_active: array<vec2<u32>>;
+// The instances' active targets: first one (first entry, entry count) per instance, then the
+// entries, (target index, weight's bits); an instance's first entry indexes this same array.
+@group(0) @binding(7) var<storage, read> morph_lists: array<vec2<u32>>;
 
 struct Morphed {
     position: vec3<f32>,
@@ -92,7 +91,7 @@ struct Morphed {
 fn morph_vertex(v: u32, vertex_count: u32, range: vec2<u32>, p: vec3<f32>, n: vec3<f32>) -> Morphed {
     var out = Morphed(p, n);
     for (var i = 0u; i < range.y; i = i + 1u) {
-        let a = morph_active[range.x + i];
+        let a = morph_lists[range.x + i];
         let w = bitcast<f32>(a.y);
         let o = (a.x * vertex_count + v) * 2u;
         out.position = out.position + morph_deltas[o].xyz * w;
@@ -149,16 +148,17 @@ fn dqs_qmul(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(v, a.w * b.w - dot(a.xyz, b.xyz));
 }
 
-// Adds w · palette[bone], split into rotation, dual part and scale/shear, to the blend.
-fn dqs_add(b: DqsBlend, bone: u32, w: f32) -> DqsBlend {
-    if (w == 0.0) {
-        return b;
-    }
-    let o = bone * 12u;
-    let c0 = vec3<f32>(palette[o], palette[o + 1u], palette[o + 2u]);
-    let c1 = vec3<f32>(palette[o + 3u], palette[o + 4u], palette[o + 5u]);
-    let c2 = vec3<f32>(palette[o + 6u], palette[o + 7u], palette[o + 8u]);
-    let t = vec3<f32>(palette[o + 9u], palette[o + 10u], palette[o + 11u]);
+// One palette entry (columns c0, c1, c2, translation t) split into its rigid part as a dual
+// quaternion and its scale/shear U = Qᵀ · L (columns u0, u1, u2).
+struct DqsBone {
+    real: vec4<f32>,
+    dual: vec4<f32>,
+    u0: vec3<f32>,
+    u1: vec3<f32>,
+    u2: vec3<f32>,
+}
+
+fn dqs_bone(c0: vec3<f32>, c1: vec3<f32>, c2: vec3<f32>, t: vec3<f32>) -> DqsBone {
     let l0 = length(c0);
     var x = vec3<f32>(1.0, 0.0, 0.0);
     if (l0 > DQS_TINY) {
@@ -178,23 +178,49 @@ fn dqs_add(b: DqsBlend, bone: u32, w: f32) -> DqsBlend {
     }
     let z = cross(x, y);
     let real = dqs_quat_from_columns(x, y, z);
-    let dual = dqs_qmul(vec4<f32>(t, 0.0), real) * 0.5;
+    return DqsBone(
+        real,
+        dqs_qmul(vec4<f32>(t, 0.0), real) * 0.5,
+        vec3<f32>(dot(x, c0), dot(y, c0), dot(z, c0)),
+        vec3<f32>(dot(x, c1), dot(y, c1), dot(z, c1)),
+        vec3<f32>(dot(x, c2), dot(y, c2), dot(z, c2)),
+    );
+}
+
+// Adds w · bone to the blend, the rigid part flipped into the first influence's hemisphere
+// (skipped for a zero weight, as on the CPU).
+fn dqs_blend(b: DqsBlend, bone: DqsBone, w: f32) -> DqsBlend {
+    if (w == 0.0) {
+        return b;
+    }
     var r = b;
     if (!b.started) {
-        r.pivot = real;
+        r.pivot = bone.real;
         r.started = true;
     }
     var s = w;
-    if (dot(r.pivot, real) < 0.0) {
+    if (dot(r.pivot, bone.real) < 0.0) {
         s = -w;
     }
-    r.real = b.real + real * s;
-    r.dual = b.dual + dual * s;
-    // U = Qᵀ · L, column by column.
-    r.s0 = b.s0 + vec3<f32>(dot(x, c0), dot(y, c0), dot(z, c0)) * w;
-    r.s1 = b.s1 + vec3<f32>(dot(x, c1), dot(y, c1), dot(z, c1)) * w;
-    r.s2 = b.s2 + vec3<f32>(dot(x, c2), dot(y, c2), dot(z, c2)) * w;
+    r.real = b.real + bone.real * s;
+    r.dual = b.dual + bone.dual * s;
+    r.s0 = b.s0 + bone.u0 * w;
+    r.s1 = b.s1 + bone.u1 * w;
+    r.s2 = b.s2 + bone.u2 * w;
     return r;
+}
+
+// Adds w · palette[bone], split as `dqs_bone` does, to the blend.
+fn dqs_add(b: DqsBlend, bone: u32, w: f32) -> DqsBlend {
+    if (w == 0.0) {
+        return b;
+    }
+    let o = bone * 12u;
+    let c0 = vec3<f32>(palette[o], palette[o + 1u], palette[o + 2u]);
+    let c1 = vec3<f32>(palette[o + 3u], palette[o + 4u], palette[o + 5u]);
+    let c2 = vec3<f32>(palette[o + 6u], palette[o + 7u], palette[o + 8u]);
+    let t = vec3<f32>(palette[o + 9u], palette[o + 10u], palette[o + 11u]);
+    return dqs_blend(b, dqs_bone(c0, c1, c2, t), w);
 }
 
 fn dqs_add4(b: DqsBlend, base: u32, j: vec4<u32>, w: vec4<f32>) -> DqsBlend {
@@ -263,7 +289,7 @@ struct VertexOut {
 fn vs_skin(v: VertexIn) -> Morphed {
     var m = Morphed(v.position, v.normal);
     if (globals.skin.z != 0u) {
-        m = morph_vertex(v.vertex, globals.skin.y, morph_ranges[v.instance], v.position, v.normal);
+        m = morph_vertex(v.vertex, globals.skin.y, morph_lists[v.instance], v.position, v.normal);
     }
     if (globals.skin.x == 1u) {
         return dqs_apply(dqs_add4(dqs_zero(), v.palette_base, v.joints, v.weights), m.position,
@@ -311,7 +337,7 @@ struct SkinParams {
     instance_count: u32,
     // 1 for dual-quaternion skinning.
     skinning: u32,
-    // 1 when the batch's instances have morph ranges (`morph_ranges[instance]`).
+    // 1 when the batch's instances have morph ranges (`morph_lists[instance]`).
     has_morph: u32,
 }
 
@@ -347,7 +373,7 @@ fn cs_skin(@builtin(global_invocation_id) gid: vec3<u32>) {
     let src = vertices[v];
     var m = Morphed(src.position.xyz, src.normal.xyz);
     if (params.has_morph != 0u) {
-        m = morph_vertex(v, params.vertex_count, morph_ranges[instance], m.position, m.normal);
+        m = morph_vertex(v, params.vertex_count, morph_lists[instance], m.position, m.normal);
     }
     var out: Morphed;
     if (params.skinning == 1u) {
