@@ -771,7 +771,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
     };
     let (mut gpu, mut cpu_only_reason) = match opts.gpu {
         GpuUse::Off => (None, Some("--cpu-only".to_string())),
-        use_gpu => match crowd_gpu::open(use_gpu, raster, &model.mesh, &mut store)? {
+        use_gpu => match crowd_gpu::open(use_gpu, raster, &model.rig, &model.mesh, &mut store)? {
             Ok(g) => (Some(g), None),
             Err(reason) => (None, Some(reason)),
         },

@@ -13,7 +13,7 @@ use sinew_gpu::palette_ring::crowd_palette_len;
 use sinew_gpu::render::COLOR_FORMAT;
 use sinew_gpu::render::Camera;
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::SkinnedMesh;
+use sinew_jobs::asset::{Rig, SkinnedMesh};
 use sinew_runtime::store::Store;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -93,6 +93,7 @@ pub(crate) struct CrowdGpu {
 pub(crate) fn open(
     use_gpu: GpuUse,
     raster: Option<Rasteriser>,
+    rig: &Rig,
     mesh: &Arc<SkinnedMesh>,
     store: &mut Store,
 ) -> Result<Result<CrowdGpu, String>, String> {
@@ -117,7 +118,7 @@ pub(crate) fn open(
     }
     let raster = raster.unwrap_or_else(|| Rasteriser::for_adapter(info, mesh));
     let entries = crowd_palette_len(store).map_err(|e| format!("gpu: {e}"))?;
-    let frames = CrowdFrames::new(&ctx, mesh.clone(), raster, DRAW_SIZE, entries)
+    let frames = CrowdFrames::new(&ctx, rig, mesh.clone(), raster, DRAW_SIZE, entries)
         .map_err(|e| format!("gpu: {e}"))?;
     Ok(Ok(CrowdGpu {
         ctx,

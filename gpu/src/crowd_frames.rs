@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use glam::Vec3;
-use sinew_jobs::asset::SkinnedMesh;
+use sinew_jobs::asset::{Rig, SkinnedMesh};
 use sinew_jobs::component::{
     Animations, EntityTransform, FrameSlot, LayerWeights, RigRef, SkinRef,
 };
@@ -29,6 +29,7 @@ use crate::context::{GpuContext, GpuError};
 use crate::palette_ring::{PaletteRing, PaletteUpload, crowd_palette_len};
 use crate::raster::{
     ComputeCrowdRenderer, RASTER_MAX_BONES, RasterTimestamps, TIMESTAMPS_PER_FRAME,
+    rest_pose_bounding_sphere,
 };
 use crate::render::{Camera, CrowdRenderer, Instance, RgbaImage, Shading};
 
@@ -217,6 +218,8 @@ pub struct CrowdFrames {
     renderer: Renderer,
     rasteriser: Rasteriser,
     mesh: Arc<SkinnedMesh>,
+    /// The compute rasteriser's culling sphere (kept for resizes).
+    cull_sphere: Option<(Vec3, f32)>,
     timer: Option<GpuTimer>,
     instances: Vec<Instance>,
     frame: usize,
@@ -225,13 +228,17 @@ pub struct CrowdFrames {
 
 impl CrowdFrames {
     /// A ring with room for `palette_entries` entries (it grows when a frame needs more) and
-    /// a `width × height` renderer of `mesh` of the kind `rasteriser` names.
+    /// a `width × height` renderer of `mesh`, skinned by `rig`'s characters, of the kind
+    /// `rasteriser` names. The compute rasteriser culls instances by the mesh's rest pose on
+    /// `rig` ([`rest_pose_bounding_sphere`], twice its radius for animated limbs), which bounds
+    /// meshes whose positions are not in model space (quantized skinned meshes) too.
     ///
     /// # Errors
     /// As [`PaletteRing::new`], [`CrowdRenderer::new`] and [`ComputeCrowdRenderer::new`]
     /// (which refuses meshes over [`RASTER_MAX_BONES`] bones).
     pub fn new(
         ctx: &GpuContext,
+        rig: &Rig,
         mesh: Arc<SkinnedMesh>,
         rasteriser: Rasteriser,
         (width, height): (u32, u32),
@@ -239,12 +246,15 @@ impl CrowdFrames {
     ) -> Result<Self, GpuError> {
         ctx.check_palette_len(palette_entries)?;
         let ring = PaletteRing::new(ctx, PaletteUpload::best(ctx), 3, palette_entries)?;
-        let renderer = Self::make_renderer(ctx, &mesh, rasteriser, width, height)?;
+        let cull_sphere = rest_pose_bounding_sphere(rig, &SkinRef::new(mesh.clone()))
+            .map(|(centre, radius)| (centre, 2.0 * radius));
+        let renderer = Self::make_renderer(ctx, &mesh, rasteriser, width, height, cull_sphere)?;
         Ok(Self {
             ring,
             renderer,
             rasteriser,
             mesh,
+            cull_sphere,
             timer: GpuTimer::new(ctx),
             instances: Vec::new(),
             frame: 0,
@@ -258,13 +268,16 @@ impl CrowdFrames {
         rasteriser: Rasteriser,
         width: u32,
         height: u32,
+        cull_sphere: Option<(Vec3, f32)>,
     ) -> Result<Renderer, GpuError> {
         Ok(match rasteriser {
             Rasteriser::Graphics => {
                 Renderer::Graphics(CrowdRenderer::new(ctx, mesh, width, height)?)
             }
             Rasteriser::Compute => {
-                Renderer::Compute(ComputeCrowdRenderer::new(ctx, mesh, width, height)?)
+                let mut r = ComputeCrowdRenderer::new(ctx, mesh, width, height)?;
+                r.options_mut().cull_sphere = cull_sphere;
+                Renderer::Compute(r)
             }
         })
     }
@@ -275,7 +288,14 @@ impl CrowdFrames {
     /// As [`CrowdFrames::new`] for the renderer (a zero size among them).
     pub fn resize(&mut self, ctx: &GpuContext, width: u32, height: u32) -> Result<(), GpuError> {
         let shading = self.shading();
-        self.renderer = Self::make_renderer(ctx, &self.mesh, self.rasteriser, width, height)?;
+        self.renderer = Self::make_renderer(
+            ctx,
+            &self.mesh,
+            self.rasteriser,
+            width,
+            height,
+            self.cull_sphere,
+        )?;
         self.set_shading(shading);
         Ok(())
     }

@@ -60,7 +60,7 @@ fn frames_through_the_ring_draw_what_the_cpu_palettes_draw() {
         let mut cpu_animator = Animator::new(&mut cpu_store).unwrap();
         let entries = gpu_animator.layout(&mut gpu_store).unwrap().palette_len();
         assert_eq!(entries, 12 * m.mesh.bone_count());
-        let mut frames = CrowdFrames::new(&ctx, m.mesh.clone(), raster, (w, h), entries).unwrap();
+        let mut frames = CrowdFrames::new(&ctx, &m.rig, m.mesh.clone(), raster, (w, h), entries).unwrap();
         let mut cpu_palette = vec![[0.0f32; 12]; entries];
         let frame_count = 5;
         let mut image = None;

@@ -542,6 +542,7 @@ impl App {
         let entries = crowd_palette_len(&mut self.crowd.store).map_err(|e| e.to_string())?;
         let frames = CrowdFrames::new(
             &ctx,
+            &self.crowd.model.rig,
             self.crowd.model.mesh.clone(),
             raster,
             (config.width, config.height),
