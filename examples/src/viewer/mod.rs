@@ -4,8 +4,8 @@
 //!
 //! The built-in crowd is `crowd`'s, set up by the same code ([`crate::crowd`],
 //! [`crate::ground`]): driven by the crowd controller, feet placed on the height field (drawn,
-//! [`ground_pass`]), heads looking at the camera. The panel shows the controller's and the
-//! pose stages' state ([`state`]). A glTF model plays plain clips.
+//! `ground_pass`), heads looking at the camera. The panel shows the controller's and the
+//! pose stages' state (`state`). A glTF model plays plain clips.
 //!
 //! Bad input ends the run with one message and no panic: no display (winit's event loop
 //! fails), no adapter, a surface the adapter cannot present to, a model that fails to load, a
