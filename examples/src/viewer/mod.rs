@@ -481,7 +481,8 @@ impl Crowd {
             Some(p) => self
                 .entities
                 .get(p)
-                .map(|&e| (e, self.ids[p]))
+                .zip(self.ids.get(p))
+                .map(|(&e, &i)| (e, i))
                 .into_iter()
                 .collect(),
             None => self
@@ -1164,6 +1165,7 @@ impl App {
                     "skeleton_segments": segments.len(),
                     "ground": gpu.ground.is_some(),
                     "state": state::StateSummary::of(c).to_json(),
+                    "pose_chain_ms": { "without_ik": s.chain_ms[0], "with_ik": s.chain_ms[1] },
                     "adapter": gpu.ctx.adapter_info.name,
                     "rasteriser": gpu.frames.rasteriser().name(),
                 });
