@@ -1,11 +1,13 @@
 //! The crowd in a window: `cargo run --release --example viewer [-- --count N --gltf FILE]`.
 //!
-//! Every frame the nine-job pipeline writes the palettes into the mapped palette ring and the
-//! crowd is drawn from it (as `crowd` does), with frame and job times on screen. Keys: space
-//! pause, `.` step, `+`/`-` speed, `N` next clip set, click or Tab pick a character (its
-//! skeleton is drawn), Esc drop the pick, `L` level of detail (far characters play baked
-//! textures), `C` orbit/fly camera, drag to turn, wheel to zoom,
-//! W/A/S/D/Q/E to move. `--script FILE --frames N --screenshot out.png` runs a scripted camera
+//! The built-in crowd is `crowd`'s: driven by its controller, feet placed on the drawn height
+//! field, heads looking at the camera. Every frame the nine-job pipeline writes the palettes
+//! into the mapped palette ring and the crowd is drawn from it (as `crowd` does), with frame
+//! and job times and the controller and IK state on screen. Keys: space pause, `.` step,
+//! `+`/`-` playback speed, `V` walking speed, `G` wave, `I` IK on/off, `N` next clip set, click
+//! or Tab pick a character (its skeleton is drawn, its state shown), Esc drop the pick, `L`
+//! level of detail (far characters play baked textures), `C` orbit/fly camera, drag to turn,
+//! wheel to zoom, W/A/S/D/Q/E to move. `--script FILE --frames N --screenshot out.png` runs a scripted camera
 //! for N frames and saves the last one (what CI checks).
 
 use clap::Parser;

@@ -342,7 +342,7 @@ pub(crate) fn animations_for(model: &Model, i: u64) -> Vec<AnimationToProcess> {
             ..
         } => {
             // Speed between a slow walk and a run; walk and run phase-locked (same normalised time).
-            let speed = 1.0 + 3.0 * hash01(i, 1);
+            let speed = character_speed(i);
             let r = ((speed - WALK_SPEED) / (RUN_SPEED - WALK_SPEED)).clamp(0.0, 1.0);
             let stride_speed = WALK_SPEED + (RUN_SPEED - WALK_SPEED) * r;
             let cycle = walk.duration() + (run.duration() - walk.duration()) * r;
@@ -426,7 +426,7 @@ pub(crate) fn lod_animation(
 
 /// The crowd's controller for a model: [`crowd_controller`] for the built-in character,
 /// `None` for a glTF model.
-fn model_controller(model: &Model) -> Result<Option<Arc<Controller>>, String> {
+pub(crate) fn model_controller(model: &Model) -> Result<Option<Arc<Controller>>, String> {
     let ModelKind::Builtin {
         walk,
         run,
@@ -527,13 +527,28 @@ pub fn controller_state_for(
 ) -> Result<ControllerState, String> {
     let e = |e: sinew_jobs::controller::ControllerError| format!("character {i}: {e}");
     let mut s = ControllerState::new(controller.clone(), rig).map_err(e)?;
-    let speed = 1.0 + 3.0 * hash01(i, 1);
-    s.set_float("speed", speed.min(RUN_SPEED)).map_err(e)?;
-    s.set_float("pace", (speed / RUN_SPEED).max(1.0))
-        .map_err(e)?;
+    set_speed(&mut s, character_speed(i)).map_err(e)?;
     s.set_float("phase", hash01(i, 2)).map_err(e)?;
     s.set_float("breath_phase", hash01(i, 3)).map_err(e)?;
     Ok(s)
+}
+
+/// Character `i`'s own speed, m/s in [1, 4].
+pub fn character_speed(i: u64) -> f32 {
+    1.0 + 3.0 * hash01(i, 1)
+}
+
+/// Sets [`crowd_controller`]'s parameters for walking at `speed` m/s: `speed` up to the run's,
+/// `pace` for the rest (the run played faster).
+///
+/// # Errors
+/// The controller's, for a state of another controller.
+pub fn set_speed(
+    state: &mut ControllerState,
+    speed: f32,
+) -> Result<(), sinew_jobs::controller::ControllerError> {
+    state.set_float("speed", speed.min(RUN_SPEED))?;
+    state.set_float("pace", (speed / RUN_SPEED).max(1.0))
 }
 
 /// Every fourth character waves once every [`WAVE_PERIOD_FRAMES`] frames, at its own phase.
@@ -543,6 +558,27 @@ fn waves_at(i: u64, frame: u64) -> bool {
     i.is_multiple_of(4)
         && (frame + (hash01(i, 4) * WAVE_PERIOD_FRAMES as f32) as u64)
             .is_multiple_of(WAVE_PERIOD_FRAMES)
+}
+
+/// Sets the `wave` trigger of the controlled characters (`entities`, which are characters
+/// `ids`) whose turn it is on `frame`; entities without a controller are skipped.
+///
+/// # Errors
+/// The store's or the controller's, as a message.
+pub(crate) fn trigger_waves(
+    store: &mut Store,
+    entities: &[Entity],
+    ids: &[u64],
+    frame: u64,
+) -> Result<(), String> {
+    for (&e, &i) in entities.iter().zip(ids) {
+        if waves_at(i, frame)
+            && let Ok(state) = store.get_mut::<ControllerState>(e)
+        {
+            state.set_trigger("wave").map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 pub(crate) type ControlledBundle = (
@@ -591,6 +627,34 @@ fn controlled(b: CrowdBundle, state: ControllerState) -> ControlledBundle {
         curves,
         state,
     )
+}
+
+/// Spawns characters `0..count` on a `grid`-wide square: under `controller` when there is
+/// one, else playing [`character`]'s clips (one clip each with `lod`, as in [`character`]).
+///
+/// # Errors
+/// The store's or the controller's, as a message.
+pub(crate) fn spawn_crowd(
+    store: &mut Store,
+    model: &Model,
+    controller: Option<&Arc<Controller>>,
+    count: usize,
+    grid: usize,
+    lod: Option<(f32, &[Arc<Clip>])>,
+) -> Result<Vec<Entity>, String> {
+    let r = match controller {
+        None => store.spawn_batch((0..count as u64).map(|i| character(model, i, grid, lod))),
+        Some(c) => {
+            let bundles = (0..count as u64)
+                .map(|i| {
+                    controller_state_for(c, &model.rig, i)
+                        .map(|s| controlled(character(model, i, grid, None), s))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            store.spawn_batch(bundles)
+        }
+    };
+    r.map_err(|e| format!("spawn: {e}"))
 }
 
 /// Distance between neighbours of the crowd's grid, metres.
@@ -687,22 +751,14 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         None => model_controller(&model)?,
         Some(_) => None,
     };
-    let mut entities: Vec<Entity> = match &controller {
-        None => store
-            .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, lod_setup)))
-            .map_err(|e| format!("spawn: {e}"))?,
-        Some(c) => {
-            let bundles = (0..opts.count as u64)
-                .map(|i| {
-                    controller_state_for(c, &model.rig, i)
-                        .map(|s| controlled(character(&model, i, grid, None), s))
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            store
-                .spawn_batch(bundles)
-                .map_err(|e| format!("spawn: {e}"))?
-        }
-    };
+    let mut entities = spawn_crowd(
+        &mut store,
+        &model,
+        controller.as_ref(),
+        opts.count,
+        grid,
+        lod_setup,
+    )?;
     // Which character each entity is (churn replaces them), for the wave triggers.
     let mut ids: Vec<u64> = (0..opts.count as u64).collect();
     let mut lod = match (opts.lod, lod_rate) {
@@ -736,9 +792,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
         })
         .flatten();
     if let Some(p) = &procedural {
-        for &e in &entities {
-            p.equip(&mut store, e)?;
-        }
+        p.equip_all(&mut store, &entities)?;
     }
     let stages = match procedural {
         Some(_) => crate::ground::stages(),
@@ -825,15 +879,7 @@ fn run_in_pool(opts: &CrowdOptions) -> Result<CrowdSummary, String> {
             palette.resize(needed, [0.0; 12]);
         }
         if controller.is_some() {
-            for (&e, &i) in entities.iter().zip(&ids) {
-                if waves_at(i, frame as u64) {
-                    store
-                        .get_mut::<ControllerState>(e)
-                        .map_err(|e| e.to_string())?
-                        .set_trigger("wave")
-                        .map_err(|e| e.to_string())?;
-                }
-            }
+            trigger_waves(&mut store, &entities, &ids, frame as u64)?;
         }
         let bookkeeping_before = match lod.as_mut() {
             Some(l) => l.before(&mut store, frame)?,

@@ -97,13 +97,44 @@ impl Procedural {
             .and_then(|()| store.insert(entity, self.look.clone()))
             .map_err(|e| format!("procedural stages: {e}"))
     }
+
+    /// Gives each of `entities` the components.
+    ///
+    /// # Errors
+    /// The store's, for a dead entity.
+    pub fn equip_all(&self, store: &mut Store, entities: &[Entity]) -> Result<(), String> {
+        entities.iter().try_for_each(|&e| self.equip(store, e))
+    }
+
+    /// Takes the components from `entity` (the stages then skip it); one it lacks is no error.
+    ///
+    /// # Errors
+    /// The store's, for a dead entity.
+    pub fn unequip(store: &mut Store, entity: Entity) -> Result<(), String> {
+        let e = |e: sinew_runtime::store::StoreError| format!("procedural stages: {e}");
+        if store.has::<FootPlacement>(entity).map_err(e)? {
+            store.remove::<FootPlacement>(entity).map_err(e)?;
+        }
+        if store.has::<LookAt>(entity).map_err(e)? {
+            store.remove::<LookAt>(entity).map_err(e)?;
+        }
+        Ok(())
+    }
+
+    /// The foot placement the components hold.
+    pub fn feet(&self) -> &FootPlacement {
+        &self.feet
+    }
 }
 
 /// The stages: feet on [`Waves`], then the look-at.
 pub fn stages() -> PoseStages {
-    PoseStages::new()
-        .with(FootPlacementStage::new(Waves))
-        .with(LookAtStage)
+    stages_after(PoseStages::new())
+}
+
+/// `first`, then [`stages`].
+pub fn stages_after(first: PoseStages) -> PoseStages {
+    first.with(FootPlacementStage::new(Waves)).with(LookAtStage)
 }
 
 /// Where the `--png` render's camera stands for a crowd on a `grid`-wide square of

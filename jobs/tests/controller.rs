@@ -19,8 +19,8 @@ use sinew_jobs::controller::blend_tree::{
 };
 use sinew_jobs::controller::{
     BlendTreeKind, Controller, ControllerAssets, ControllerError, ControllerEventKind,
-    ControllerState, InterruptionSource, RawBlendTree, RawCondition, RawController, RawLayer,
-    RawMotion, RawState, RawTransition,
+    ControllerState, InterruptionSource, ParamKind, RawBlendTree, RawCondition, RawController,
+    RawLayer, RawMotion, RawState, RawTransition,
 };
 use sinew_runtime::store::Store;
 use std::sync::Arc;
@@ -1167,4 +1167,27 @@ fn a_user_node_writing_animation_lists_is_ordered_before_the_controller_or_told_
         })
         .is_ok()
     );
+}
+
+/// `Controller::parameters` lists the declared parameters in order, each with the id that
+/// `Controller::parameter` gives its name.
+#[test]
+fn parameters_are_listed_in_declaration_order() {
+    let f = fixture();
+    let s = f.state(&a_to_b(RawTransition::to("B").exit_time(0.5)).float("speed", 1.5));
+    let c = s.controller();
+    let listed: Vec<(&str, ParamKind)> = c.parameters().collect();
+    assert_eq!(
+        listed,
+        [
+            ("go", ParamKind::Bool),
+            ("jump", ParamKind::Trigger),
+            ("speed", ParamKind::Float)
+        ]
+    );
+    for (i, (name, kind)) in listed.iter().enumerate() {
+        let id = c.parameter(name).unwrap();
+        assert_eq!(id.index(), i);
+        assert_eq!(c.parameter_info(id), Some((*name, *kind)));
+    }
 }

@@ -2,6 +2,11 @@
 //! (pipeline → mapped palette ring → renderer, [`sinew_gpu::crowd_frames::CrowdFrames`]), then
 //! composited with a text panel onto the window's surface.
 //!
+//! The built-in crowd is `crowd`'s, set up by the same code ([`crate::crowd`],
+//! [`crate::ground`]): driven by the crowd controller, feet placed on the height field (drawn,
+//! `ground_pass`), heads looking at the camera. The panel shows the controller's and the
+//! pose stages' state (`state`). A glTF model plays plain clips.
+//!
 //! Bad input ends the run with one message and no panic: no display (winit's event loop
 //! fails), no adapter, a surface the adapter cannot present to, a model that fails to load, a
 //! script with a bad line, a device that is lost. A window closed mid-frame ends the loop
@@ -9,17 +14,29 @@
 //! again.
 
 mod camera;
+mod ground_pass;
+mod inspect;
 mod lod;
 mod present;
 pub mod script;
+mod state;
 pub mod text;
+
+pub use ground_pass::{CELLS as GROUND_CELLS, GROUND_COLORS};
 
 pub use camera::{CameraMode, ViewCamera};
 
-use crate::crowd::{CrowdOptions, Model, ModelKind, SPACING, character, hash01, load_model};
+use crate::crowd::{
+    CrowdOptions, Model, ModelKind, SPACING, character_speed, controller_state_for, hash01,
+    load_model, model_controller, set_speed, spawn_crowd, trigger_waves,
+};
+use crate::ground::Procedural;
 use glam::{Affine3A, Vec3};
+use ground_pass::GroundPass;
+use inspect::{InspectStage, Inspected, ReportSlot};
 use present::Presenter;
 use script::Script;
+use sinew_fixtures::builtin::{RUN_SPEED, WALK_SPEED};
 use sinew_gpu::context::GpuContext;
 use sinew_gpu::crowd_frames::{CrowdFrames, Rasteriser};
 use sinew_gpu::palette_ring::crowd_palette_len;
@@ -28,6 +45,10 @@ use sinew_jobs::asset::{AssetRegistry, Clip};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, EntityTransform, FrameSlot, RootMotion, SamplingCursors,
 };
+use sinew_jobs::controller::{Controller, ControllerState};
+use sinew_jobs::ik::LookAt;
+use sinew_jobs::pipeline::{PipelineConfig, PipelineNodes};
+use sinew_jobs::pose_stage::PoseStages;
 use sinew_runtime::store::{Entity, Store};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -56,18 +77,27 @@ pub enum Action {
     Pick(usize),
     /// Escape: drop the pick.
     Unpick,
-    /// `N`: the next clip set (the crowd's blend, then each clip alone).
+    /// `N`: the next clip set (the built-in crowd: its controller, then the plain crowd
+    /// blend, then each clip alone; a glTF model: the blend, then each clip).
     NextClip,
     /// `C`: orbit ↔ fly.
     CameraMode,
     /// `L`: level of detail on or off.
     Lod,
+    /// `I`: the pose stages (foot placement, look-at) on or off.
+    Ik,
+    /// `V`: the next walking speed for the controller (each character its own, idle, walk,
+    /// run, a faster run), for the picked character or, with none picked, for all.
+    Speed,
+    /// `G`: the controller's `wave` trigger, for the picked character or all.
+    Wave,
 }
 
 impl Action {
     /// The script names, in [`Action::from_name`]'s order.
-    pub const NAMES: [&'static str; 9] = [
-        "pause", "step", "faster", "slower", "pick", "unpick", "clip", "camera", "lod",
+    pub const NAMES: [&'static str; 12] = [
+        "pause", "step", "faster", "slower", "pick", "unpick", "clip", "camera", "lod", "ik",
+        "speed", "wave",
     ];
 
     /// The action of a script name.
@@ -82,6 +112,9 @@ impl Action {
             "clip" => Self::NextClip,
             "camera" => Self::CameraMode,
             "lod" => Self::Lod,
+            "ik" => Self::Ik,
+            "speed" => Self::Speed,
+            "wave" => Self::Wave,
             _ => return None,
         })
     }
@@ -128,9 +161,34 @@ impl Default for ViewerOptions {
     }
 }
 
-/// The clip sets `N` cycles through: the crowd's own animations, then each clip alone.
-fn clip_sets(model: &Model) -> Vec<(String, Option<Arc<Clip>>)> {
-    let mut sets = vec![("crowd blend".to_string(), None)];
+/// What `N` sets the crowd to play.
+#[derive(Clone, Debug)]
+enum ClipSet {
+    /// The crowd controller drives every character.
+    Controller,
+    /// The plain crowd's animations ([`crate::crowd::animations_for`]).
+    Blend,
+    /// One clip for everyone.
+    Clip(Arc<Clip>),
+}
+
+/// The speeds `V` cycles through, m/s (`None`: each character its own, as spawned).
+const SPEEDS: [Option<f32>; 5] = [
+    None,
+    Some(0.0),
+    Some(WALK_SPEED),
+    Some(RUN_SPEED),
+    Some(6.0),
+];
+
+/// The clip sets `N` cycles through: the controller (built-in crowd), the crowd's own
+/// animations, then each clip alone.
+fn clip_sets(model: &Model, controlled: bool) -> Vec<(String, ClipSet)> {
+    let mut sets = Vec::new();
+    if controlled {
+        sets.push(("controller".to_string(), ClipSet::Controller));
+    }
+    sets.push(("crowd blend".to_string(), ClipSet::Blend));
     let clips: Vec<Arc<Clip>> = match &model.kind {
         ModelKind::Builtin {
             walk,
@@ -141,7 +199,11 @@ fn clip_sets(model: &Model) -> Vec<(String, Option<Arc<Clip>>)> {
         } => vec![walk.clone(), run.clone(), idle.clone(), wave.clone()],
         ModelKind::Gltf { clips } => clips.clone(),
     };
-    sets.extend(clips.into_iter().map(|c| (c.name().to_string(), Some(c))));
+    sets.extend(
+        clips
+            .into_iter()
+            .map(|c| (c.name().to_string(), ClipSet::Clip(c))),
+    );
     sets
 }
 
@@ -205,8 +267,23 @@ struct Crowd {
     store: Store,
     animator: Animator,
     entities: Vec<Entity>,
-    sets: Vec<(String, Option<Arc<Clip>>)>,
+    /// Which character each entity is (its spawn index), for the wave triggers.
+    ids: Vec<u64>,
+    sets: Vec<(String, ClipSet)>,
     set: usize,
+    /// The crowd controller (`None` for a glTF model).
+    controller: Option<Arc<Controller>>,
+    /// The pose stages' components (`None` for a rig without the built-in legs and head).
+    procedural: Option<Procedural>,
+    /// Whether the pose stages run (`I`; off while LOD is on).
+    ik: bool,
+    /// Frames simulated (`dt > 0`): the wave triggers' clock.
+    sim_frame: u64,
+    /// `V`: the index in [`SPEEDS`] last set.
+    speed_preset: usize,
+    /// The entity that has [`Inspected`], and where its foot placement report arrives.
+    inspected: Option<Entity>,
+    feet: ReportSlot,
     skeleton: Skeleton,
     paused: bool,
     step: bool,
@@ -224,7 +301,9 @@ struct Crowd {
 }
 
 impl Crowd {
-    fn new(opts: &ViewerOptions) -> Result<Self, String> {
+    /// The built-in crowd as `crowd` sets it up (controller, foot placement on the height field,
+    /// look-at), or the user's glTF model on plain clips. `eye`: where the heads look first.
+    fn new(opts: &ViewerOptions, eye: impl Fn(usize, f32, f32) -> Vec3) -> Result<Self, String> {
         if opts.count == 0 {
             return Err("--count must be at least 1".into());
         }
@@ -234,10 +313,16 @@ impl Crowd {
         };
         let model = load_model(&crowd_opts, &AssetRegistry::new())?;
         let grid = (opts.count as f64).sqrt().ceil() as usize;
+        let controller = model_controller(&model)?;
         let mut store = Store::new();
-        let entities = store
-            .spawn_batch((0..opts.count as u64).map(|i| character(&model, i, grid, None)))
-            .map_err(|e| format!("spawn: {e}"))?;
+        let entities = spawn_crowd(
+            &mut store,
+            &model,
+            controller.as_ref(),
+            opts.count,
+            grid,
+            None,
+        )?;
         // The crowd's grid is 2 m apart, for a person-sized model; a model whose footprint is
         // more than twice that (a model in other units: Fox is in centimetres) gets a grid of
         // 1.2 footprints.
@@ -261,21 +346,43 @@ impl Crowd {
                 t.0.translation *= spacing / SPACING;
             }
         }
-        let animator = Animator::new(&mut store).map_err(|e| format!("graph: {e}"))?;
+        let chest = 0.7 * height;
+        // The stages of `crowd`, after the viewer's inspect stage (which reads the picked
+        // character's pre-stage matrices and edits nothing).
+        let procedural = Procedural::for_rig(&model.rig, eye(grid, spacing, chest));
+        let (inspect, feet) = InspectStage::new();
+        let stages = match &procedural {
+            Some(p) => {
+                p.equip_all(&mut store, &entities)?;
+                crate::ground::stages_after(PoseStages::new().with(inspect))
+            }
+            None => PoseStages::new(),
+        };
+        let animator =
+            Animator::with_stages(&mut store, PipelineConfig::default(), &stages, |_, _| {})
+                .map_err(|e| format!("graph: {e}"))?;
         Ok(Self {
-            sets: clip_sets(&model),
+            sets: clip_sets(&model, controller.is_some()),
             skeleton: Skeleton::new(&model),
             model,
             store,
             animator,
+            ids: (0..entities.len() as u64).collect(),
             entities,
             set: 0,
+            ik: procedural.is_some(),
+            controller,
+            procedural,
+            sim_frame: 0,
+            speed_preset: 0,
+            inspected: None,
+            feet,
             paused: false,
             step: false,
             speed: 1.0,
             picked: None,
             picked_palette: Vec::new(),
-            chest: 0.7 * height,
+            chest,
             spacing,
             grid,
             lod: None,
@@ -292,22 +399,190 @@ impl Crowd {
         self.apply_set((self.set + 1) % self.sets.len().max(1))
     }
 
-    /// Gives every character the animations of clip set `set`.
+    /// Gives every character clip set `set`: the controller (a fresh state each, at its own
+    /// speed), or plain animations without it.
     fn apply_set(&mut self, set: usize) -> Result<(), String> {
         self.set = set;
-        let clip = self.sets.get(self.set).and_then(|s| s.1.clone());
-        for (i, &e) in self.entities.iter().enumerate() {
-            let list = match &clip {
-                None => crate::crowd::animations_for(&self.model, i as u64),
-                Some(c) => {
-                    vec![AnimationToProcess::new(c.clone()).at(hash01(i as u64, 2) * c.duration())]
+        let chosen = self.sets.get(self.set).map(|s| s.1.clone());
+        let err = |e: sinew_runtime::store::StoreError| format!("clip change: {e}");
+        for (&e, &i) in self.entities.iter().zip(&self.ids) {
+            let list = match (&chosen, &self.controller) {
+                (Some(ClipSet::Controller), Some(c)) => {
+                    let state = controller_state_for(c, &self.model.rig, i)?;
+                    self.store.insert(e, state).map_err(err)?;
+                    Vec::new() // the controller writes the list
                 }
+                (Some(ClipSet::Clip(c)), _) => {
+                    vec![AnimationToProcess::new(c.clone()).at(hash01(i, 2) * c.duration())]
+                }
+                _ => crate::crowd::animations_for(&self.model, i),
             };
-            let err = |e: sinew_runtime::store::StoreError| format!("clip change: {e}");
+            if !matches!(chosen, Some(ClipSet::Controller))
+                && self.store.has::<ControllerState>(e).map_err(err)?
+            {
+                self.store.remove::<ControllerState>(e).map_err(err)?;
+            }
             self.store.get_mut::<Animations>(e).map_err(err)?.set(list);
             // The new clips have other timelines and root tracks: start both afresh.
             *self.store.get_mut::<SamplingCursors>(e).map_err(err)? = SamplingCursors::default();
             *self.store.get_mut::<RootMotion>(e).map_err(err)? = RootMotion::default();
+        }
+        self.speed_preset = 0;
+        Ok(())
+    }
+
+    /// Takes every character off its controller (LOD: the baked tier plays single clips).
+    fn detach_controller(&mut self) -> Result<(), String> {
+        for &e in &self.entities {
+            let err = |e: sinew_runtime::store::StoreError| format!("lod: {e}");
+            if self.store.has::<ControllerState>(e).map_err(err)? {
+                self.store.remove::<ControllerState>(e).map_err(err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives every character the pose stages' components, or takes them away.
+    fn equip_stages(&mut self, on: bool) -> Result<(), String> {
+        let Some(p) = &self.procedural else {
+            return Ok(());
+        };
+        for &e in &self.entities {
+            match on {
+                true => p.equip(&mut self.store, e)?,
+                false => Procedural::unequip(&mut self.store, e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the pose stages run this frame.
+    fn stages_running(&self) -> bool {
+        self.ik && self.lod.is_none() && self.procedural.is_some()
+    }
+
+    /// `I`.
+    fn toggle_ik(&mut self) -> Result<(), String> {
+        if self.procedural.is_none() {
+            self.notice =
+                Some("no IK for this rig: foot placement needs the built-in legs and head".into());
+        } else if self.lod.is_some() {
+            self.notice = Some("LOD on: the baked tier plays clips alone (L turns it off)".into());
+        } else {
+            self.ik = !self.ik;
+            self.equip_stages(self.ik)?;
+        }
+        Ok(())
+    }
+
+    /// The controller states `V` and `G` change: the picked character's, or everyone's.
+    fn targets(&self) -> Vec<(Entity, u64)> {
+        match self.picked {
+            Some(p) => self
+                .entities
+                .get(p)
+                .zip(self.ids.get(p))
+                .map(|(&e, &i)| (e, i))
+                .into_iter()
+                .collect(),
+            None => self
+                .entities
+                .iter()
+                .copied()
+                .zip(self.ids.clone())
+                .collect(),
+        }
+    }
+
+    /// Runs `f` on the controller state of each of [`Crowd::targets`]; says so when there is
+    /// none (a glTF model, a plain clip set, LOD).
+    fn with_controllers(
+        &mut self,
+        mut f: impl FnMut(&mut ControllerState, u64) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let targets = self.targets();
+        let mut changed = 0;
+        for (e, i) in targets {
+            if let Ok(state) = self.store.get_mut::<ControllerState>(e) {
+                f(state, i)?;
+                changed += 1;
+            }
+        }
+        if changed == 0 {
+            self.notice = Some(match (&self.controller, &self.lod) {
+                (None, _) => "no controller: a glTF file plays plain clips".into(),
+                (Some(_), Some(_)) => "LOD on: no controller (L turns it off)".into(),
+                (Some(_), None) => "no controller in this clip set: N back to 'controller'".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `V`: the next of [`SPEEDS`].
+    fn next_speed(&mut self) -> Result<(), String> {
+        let preset = (self.speed_preset + 1) % SPEEDS.len();
+        self.with_controllers(|state, i| {
+            set_speed(state, SPEEDS[preset].unwrap_or_else(|| character_speed(i)))
+                .map_err(|e| format!("speed: {e}"))
+        })?;
+        if self.notice.is_none() {
+            self.speed_preset = preset;
+        }
+        Ok(())
+    }
+
+    /// `G`: the `wave` trigger.
+    fn wave(&mut self) -> Result<(), String> {
+        self.with_controllers(|state, _| {
+            state.set_trigger("wave").map_err(|e| format!("wave: {e}"))
+        })
+    }
+
+    /// Before a frame: when it moves, the crowd's own wave triggers; the heads' target at the
+    /// eye; the inspected character.
+    fn before_frame(&mut self, eye: Vec3, moving: bool) -> Result<(), String> {
+        if moving {
+            trigger_waves(&mut self.store, &self.entities, &self.ids, self.sim_frame)?;
+            self.sim_frame += 1;
+        }
+        if self.ik && self.lod.is_none() {
+            let mut q = self
+                .store
+                .query::<&mut LookAt>()
+                .map_err(|e| format!("look-at: {e}"))?;
+            q.for_each(|_, look| look.target = eye);
+        }
+        self.inspect()
+    }
+
+    /// Puts [`Inspected`] on the picked character while the stages run on it (and on no
+    /// other), so that the inspect stage reports its foot placement.
+    fn inspect(&mut self) -> Result<(), String> {
+        let want = self
+            .picked
+            .and_then(|i| self.entities.get(i).copied())
+            .filter(|&e| {
+                self.ik
+                    && self
+                        .store
+                        .has::<sinew_jobs::ik::FootPlacement>(e)
+                        .unwrap_or(false)
+            });
+        if want == self.inspected {
+            return Ok(());
+        }
+        let err = |e: sinew_runtime::store::StoreError| format!("inspect: {e}");
+        if let Some(old) = self.inspected.take()
+            && self.store.has::<Inspected>(old).map_err(err)?
+        {
+            self.store.remove::<Inspected>(old).map_err(err)?;
+        }
+        if let (Some(e), Some(p)) = (want, &self.procedural) {
+            self.store.insert(e, Inspected(*p.feet())).map_err(err)?;
+            self.inspected = Some(e);
+        }
+        if let Ok(mut r) = self.feet.lock() {
+            *r = None;
         }
         Ok(())
     }
@@ -349,6 +624,8 @@ struct Gpu {
     config: wgpu::SurfaceConfiguration,
     frames: CrowdFrames,
     presenter: Presenter,
+    /// The height field under the built-in crowd (`None` for a glTF model).
+    ground: Option<GroundPass>,
     window: Arc<Window>,
 }
 
@@ -363,6 +640,13 @@ struct Stats {
     jobs: Vec<(String, Vec<Duration>)>,
     shown: Vec<String>,
     last_update: Option<Instant>,
+    /// Whether the stages ran through the frames measured since the last update (`None`:
+    /// no frame yet), and whether that changed among them.
+    window_ik: Option<bool>,
+    window_mixed: bool,
+    /// The pose chain's mean time (ms) in the last update that ran without, and with, the
+    /// stages: the stages' cost, measured by toggling them (`I`).
+    chain_ms: [Option<f64>; 2],
 }
 
 fn mean_ms(v: &[Duration]) -> f64 {
@@ -407,10 +691,10 @@ pub fn run(opts: ViewerOptions) -> Result<(), String> {
         return Err("--report needs --screenshot".into());
     }
     let script = opts.script.as_deref().map(Script::load).transpose()?;
-    let crowd = Crowd::new(&opts)?;
-    let extent = crowd.grid as f32 * crowd.spacing;
-    let centre = Vec3::new(extent * 0.5, 0.7 * crowd.chest, extent * 0.5);
-    let camera = ViewCamera::orbit(centre, extent.max(3.0 * crowd.spacing) * 1.1, 0.6, -0.45);
+    let crowd = Crowd::new(&opts, |grid, spacing, chest| {
+        start_camera(grid, spacing, chest).camera().eye
+    })?;
+    let camera = start_camera(crowd.grid, crowd.spacing, crowd.chest);
     let event_loop = EventLoop::new().map_err(|e| {
         // winit's message starts with its source location; the reason is after it.
         let msg = e.to_string();
@@ -443,6 +727,13 @@ pub fn run(opts: ViewerOptions) -> Result<(), String> {
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// The orbit camera the viewer starts with, over a `grid`-wide crowd.
+fn start_camera(grid: usize, spacing: f32, chest: f32) -> ViewCamera {
+    let extent = grid as f32 * spacing;
+    let centre = Vec3::new(extent * 0.5, 0.7 * chest, extent * 0.5);
+    ViewCamera::orbit(centre, extent.max(3.0 * spacing) * 1.1, 0.6, -0.45)
 }
 
 impl App {
@@ -549,7 +840,20 @@ impl App {
             entries,
         )
         .map_err(|e| e.to_string())?;
+        let mut frames = frames;
         let presenter = Presenter::new(&ctx, format);
+        let ground = self
+            .crowd
+            .procedural
+            .is_some()
+            .then(|| GroundPass::new(&ctx));
+        if ground.is_some() && frames.graphics_targets().is_none() {
+            // The compute rasteriser's background becomes transparent: the composite shows
+            // the ground's own image there.
+            let mut shading = frames.shading();
+            shading.clear[3] = 0.0;
+            frames.set_shading(shading);
+        }
         Ok(Gpu {
             ctx,
             lost,
@@ -557,6 +861,7 @@ impl App {
             config,
             frames,
             presenter,
+            ground,
             window,
         })
     }
@@ -584,10 +889,14 @@ impl App {
             Action::Unpick => c.picked = None,
             Action::NextClip => c.next_clip()?,
             Action::CameraMode => self.camera.toggle_mode(),
+            Action::Ik => c.toggle_ik()?,
+            Action::Speed => c.next_speed()?,
+            Action::Wave => c.wave()?,
             Action::Lod => match (c.lod.take(), &self.gpu) {
                 (Some(l), _) => {
                     l.disable(c)?;
                     c.apply_set(c.set)?;
+                    c.equip_stages(c.ik)?;
                 }
                 (None, Some(gpu)) if gpu.frames.graphics_targets().is_none() => {
                     c.notice = Some(
@@ -596,6 +905,9 @@ impl App {
                     );
                 }
                 (None, Some(gpu)) => {
+                    // The baked tier plays single clips alone: no controller, no stages.
+                    c.detach_controller()?;
+                    c.equip_stages(false)?;
                     c.lod = Some(lod::ViewerLod::enable(
                         c,
                         &gpu.ctx,
@@ -666,6 +978,7 @@ impl App {
         };
         c.step = false;
         let eye = self.camera.camera().eye;
+        c.before_frame(eye, dt > 0.0)?;
         let mut lod = c.lod.take();
         if let Some(l) = lod.as_mut() {
             l.before(c, eye, dt)?;
@@ -714,6 +1027,16 @@ impl App {
             .last_update
             .is_none_or(|t| t.elapsed() > Duration::from_millis(500));
         if due || last {
+            if let (Some(ik), false) = (s.window_ik, s.window_mixed)
+                && let Some(chain) = s
+                    .jobs
+                    .iter()
+                    .find(|j| j.0 == PipelineNodes::FUSED_CHAIN_NAME)
+                && !chain.1.is_empty()
+            {
+                s.chain_ms[usize::from(ik)] = Some(mean_ms(&chain.1));
+            }
+            (s.window_ik, s.window_mixed) = (None, false);
             s.shown = overlay_lines(s, c, &gpu.frames, &gpu.ctx, &self.camera);
             s.last_update = Some(Instant::now());
             for v in [
@@ -756,16 +1079,35 @@ impl App {
                 camera.view_proj(aspect),
             )?;
         }
+        if let Some(ground) = gpu.ground.as_mut() {
+            let ahead = (camera.target - camera.eye).normalize_or_zero();
+            let distance = self.camera.distance.max(1.0);
+            ground.follow(
+                &gpu.ctx,
+                camera.eye + ahead * distance,
+                1.5 * distance + 16.0,
+            );
+            let view_proj = camera.view_proj(aspect);
+            match gpu.frames.graphics_targets() {
+                Some(targets) => ground.encode_over(&gpu.ctx, &mut encoder, targets, view_proj),
+                None => {
+                    let [r, g, b, _] = gpu.frames.shading().clear;
+                    ground.encode_own(&gpu.ctx, &mut encoder, size, [r, g, b], view_proj);
+                }
+            }
+        }
+        let backdrop = gpu.ground.as_ref().and_then(GroundPass::own_color);
         let view = surface_texture
             .texture
             .create_view(&wgpu::TextureViewDescriptor::default());
+        let image = gpu.frames.image();
         gpu.presenter
-            .encode(&gpu.ctx, &mut encoder, gpu.frames.image(), size, &view);
+            .encode(&gpu.ctx, &mut encoder, image, backdrop, size, &view);
         let shot = match (&self.opts.screenshot, last) {
             (Some(_), true) => {
                 Some(
                     gpu.presenter
-                        .screenshot(&gpu.ctx, &mut encoder, gpu.frames.image(), size)?,
+                        .screenshot(&gpu.ctx, &mut encoder, image, backdrop, size)?,
                 )
             }
             _ => None,
@@ -788,6 +1130,11 @@ impl App {
                 Some(j) => j.1.push(t.duration),
                 None => s.jobs.push((t.name.clone(), vec![t.duration])),
             }
+        }
+        let ik = c.stages_running();
+        match s.window_ik {
+            None => s.window_ik = Some(ik),
+            Some(was) => s.window_mixed |= was != ik,
         }
         if let Some(shot) = shot {
             let image = shot.read(&gpu.ctx).map_err(|e| e.to_string())?;
@@ -817,6 +1164,9 @@ impl App {
                         serde_json::json!({ "distance_m": l.distance(), "cpu": cpu, "baked": baked })
                     }),
                     "skeleton_segments": segments.len(),
+                    "ground": gpu.ground.is_some(),
+                    "state": state::StateSummary::of(c).to_json(),
+                    "pose_chain_ms": { "without_ik": s.chain_ms[0], "with_ik": s.chain_ms[1] },
                     "adapter": gpu.ctx.adapter_info.name,
                     "rasteriser": gpu.frames.rasteriser().name(),
                 });
@@ -875,19 +1225,39 @@ fn overlay_lines(
             frames.ring().mode().name()
         ),
     ];
-    for (name, v) in &s.jobs {
-        lines.push(format!("  {name:<22} {:>7.3} ms", mean_ms(v)));
+    // Job times (ms), two to a line.
+    for pair in s.jobs.chunks(2) {
+        let cell =
+            |(name, v): &(String, Vec<Duration>)| format!("  {name:<20} {:>7.3}", mean_ms(v));
+        lines.push(pair.iter().map(cell).collect::<String>());
     }
     let clip = match c.lod {
         Some(_) => "one per character (LOD)",
         None => c.sets.get(c.set).map_or("", |s| s.0.as_str()),
     };
     lines.push(format!(
-        "clips: {clip}   speed x{:.3}{}",
+        "clips: {clip}   playback x{:.3}{}",
         c.speed,
         if c.paused { "   PAUSED" } else { "" }
     ));
-    lines.push(match &c.lod {
+    lines.extend(state::StateSummary::of(c).lines(c));
+    if c.procedural.is_some() {
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} ms"));
+        lines.push(format!(
+            "  stage cost: pose chain {} with IK, {} without (I toggles)",
+            ms(s.chain_ms[1]),
+            ms(s.chain_ms[0])
+        ));
+    }
+    if c.controller.is_some() {
+        let speed = match SPEEDS[c.speed_preset] {
+            None => "each its own (1-4 m/s)".to_string(),
+            Some(v) => format!("{v:.1} m/s"),
+        };
+        let whom = c.picked.map_or("all".to_string(), |p| format!("#{p}"));
+        lines.push(format!("V speed: {speed} (next applies to {whom})"));
+    }
+    let lod = match &c.lod {
         Some(l) => {
             let (cpu, baked) = l.counts();
             format!(
@@ -896,10 +1266,7 @@ fn overlay_lines(
             )
         }
         None => "lod off (L)".to_string(),
-    });
-    if let Some(n) = &c.notice {
-        lines.push(n.clone());
-    }
+    };
     let mode = match camera.mode {
         CameraMode::Orbit => "orbit",
         CameraMode::Fly => "fly",
@@ -907,9 +1274,14 @@ fn overlay_lines(
     let picked = c
         .picked
         .map_or("none".to_string(), |p| format!("#{p} (skeleton)"));
-    lines.push(format!("camera: {mode}   picked: {picked}"));
-    lines.push("space pause  . step  +/- speed  N clips  L lod  click/tab pick  esc unpick".into());
-    lines.push("C orbit/fly  drag turn  wheel zoom  WASD QE move".into());
+    lines.push(format!("{lod}   camera: {mode}   picked: {picked}"));
+    if let Some(n) = &c.notice {
+        lines.push(n.clone());
+    }
+    lines.push("space pause  . step  +/- playback  N clips  V speed  G wave  I ik  L lod".into());
+    lines.push(
+        "click/tab pick  esc unpick  C orbit/fly  drag turn  wheel zoom  WASD QE move".into(),
+    );
     lines
 }
 
@@ -967,6 +1339,9 @@ impl ApplicationHandler for App {
                     Key::Character("n") | Key::Character("N") => Some(Action::NextClip),
                     Key::Character("c") | Key::Character("C") => Some(Action::CameraMode),
                     Key::Character("l") | Key::Character("L") => Some(Action::Lod),
+                    Key::Character("i") | Key::Character("I") => Some(Action::Ik),
+                    Key::Character("v") | Key::Character("V") => Some(Action::Speed),
+                    Key::Character("g") | Key::Character("G") => Some(Action::Wave),
                     Key::Character(k) => {
                         let (r, u, f) = match k.to_ascii_lowercase().as_str() {
                             "w" => (0.0, 0.0, 1.0),

@@ -1,7 +1,8 @@
 //! Putting the drawn crowd on screen: a composite pass reads the renderer's image (the
 //! graphics pipeline's colour texture or the compute rasteriser's colour buffer), lays the
 //! text panel over it and writes the window's surface texture; a line pass draws the picked
-//! character's skeleton over that. A screenshot runs the same passes into an offscreen
+//! character's skeleton over that. The compute rasteriser's image is laid over a backdrop (the
+//! ground's own image) where its alpha is 0 (background), as it has no depth to draw into. A screenshot runs the same passes into an offscreen
 //! `Rgba8UnormSrgb` texture and reads it back.
 
 use super::text::TextImage;
@@ -21,6 +22,7 @@ struct Params {
     pad: u32,
 }
 @group(0) @binding(0) var<uniform> params: Params;
+// The graphics pipeline's image, or the compute rasteriser's backdrop.
 @group(0) @binding(1) var scene_tex: texture_2d<f32>;
 @group(0) @binding(2) var<storage, read> scene_buf: array<u32>;
 @group(0) @binding(3) var overlay: texture_2d<f32>;
@@ -44,7 +46,8 @@ fn fs_composite(@builtin(position) pos: vec4<f32>) -> @location(0) vec4<f32> {
     let p = min(vec2<u32>(pos.xy), params.size - vec2<u32>(1u));
     var c: vec3<f32>;
     if params.source_is_buffer == 1u {
-        c = to_linear(unpack4x8unorm(scene_buf[p.y * params.size.x + p.x]).rgb);
+        let b = unpack4x8unorm(scene_buf[p.y * params.size.x + p.x]);
+        c = mix(textureLoad(scene_tex, p, 0).rgb, to_linear(b.rgb), b.a);
     } else {
         c = textureLoad(scene_tex, p, 0).rgb;
     }
@@ -280,13 +283,16 @@ impl Presenter {
             .write_buffer(&self.line_uniform, 0, bytemuck::bytes_of(&u));
     }
 
-    /// Records the composite (and the skeleton) of `image` (`size` pixels) into `target`.
+    /// Records the composite (and the skeleton) of `image` (`size` pixels, over `backdrop`
+    /// where it is a buffer with alpha 0) into `target`.
+    #[allow(clippy::too_many_arguments)] // one call per target, all of it the frame's
     fn encode_passes(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         passes: &Passes,
         image: FrameImage<'_>,
+        backdrop: Option<&wgpu::TextureView>,
         size: (u32, u32),
         target: &wgpu::TextureView,
     ) {
@@ -305,7 +311,7 @@ impl Presenter {
         let overlay_view = self.overlay.create_view(&Default::default());
         let (scene_tex, scene_buf) = match image {
             FrameImage::Texture(t) => (t, &self.dummy_buffer),
-            FrameImage::Buffer(b) => (&self.dummy_texture, b),
+            FrameImage::Buffer(b) => (backdrop.unwrap_or(&self.dummy_texture), b),
         };
         let layout = passes.composite.get_bind_group_layout(0);
         let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -372,10 +378,12 @@ impl Presenter {
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         image: FrameImage<'_>,
+        backdrop: Option<&wgpu::TextureView>,
         size: (u32, u32),
         target: &wgpu::TextureView,
     ) {
-        self.encode_passes(ctx, encoder, &self.surface_passes, image, size, target);
+        let passes = &self.surface_passes;
+        self.encode_passes(ctx, encoder, passes, image, backdrop, size, target);
     }
 
     /// Records the same passes into an offscreen sRGB texture and its copy into a read-back
@@ -385,6 +393,7 @@ impl Presenter {
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         image: FrameImage<'_>,
+        backdrop: Option<&wgpu::TextureView>,
         (width, height): (u32, u32),
     ) -> Result<Screenshot, String> {
         let format = wgpu::TextureFormat::Rgba8UnormSrgb;
@@ -403,7 +412,8 @@ impl Presenter {
                 .create_texture(&texture_desc("viewer screenshot", width, height, true));
         let view = texture.create_view(&Default::default());
         if let Some(passes) = &self.screenshot_passes {
-            self.encode_passes(ctx, encoder, passes, image, (width, height), &view);
+            let size = (width, height);
+            self.encode_passes(ctx, encoder, passes, image, backdrop, size, &view);
         }
         let padded_row = (width * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
             * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;

@@ -91,6 +91,10 @@ impl Controller {
             .get(usize::from(id.0))
             .map(|p| (p.name.as_str(), p.kind))
     }
+    /// Every parameter's name and kind, in declaration order (id 0 first).
+    pub fn parameters(&self) -> impl ExactSizeIterator<Item = (&str, ParamKind)> {
+        self.params.iter().map(|p| (p.name.as_str(), p.kind))
+    }
     /// Number of parameters.
     pub fn parameter_count(&self) -> usize {
         self.params.len()
