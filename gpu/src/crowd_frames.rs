@@ -18,9 +18,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use glam::Vec3;
+use sinew_jobs::asset::ActiveMorph;
 use sinew_jobs::asset::{Rig, SkinnedMesh};
 use sinew_jobs::component::{
-    Animations, EntityTransform, FrameSlot, LayerWeights, RigRef, SkinRef,
+    Animations, EntityTransform, FrameSlot, LayerWeights, MorphWeights, RigRef, SkinRef,
 };
 use sinew_jobs::frame::PaletteEntry;
 use sinew_runtime::store::Store;
@@ -222,6 +223,10 @@ pub struct CrowdFrames {
     cull_sphere: Option<(Vec3, f32)>,
     timer: Option<GpuTimer>,
     instances: Vec<Instance>,
+    /// The instances' active morph targets, flat, and each instance's range of it (gathered
+    /// only when the mesh has targets).
+    morphs: Vec<ActiveMorph>,
+    morph_ranges: Vec<std::ops::Range<usize>>,
     frame: usize,
     bounds: (Vec3, Vec3),
 }
@@ -257,6 +262,8 @@ impl CrowdFrames {
             cull_sphere,
             timer: GpuTimer::new(ctx),
             instances: Vec::new(),
+            morphs: Vec::new(),
+            morph_ranges: Vec::new(),
             frame: 0,
             bounds: (Vec3::ZERO, Vec3::ZERO),
         })
@@ -393,10 +400,13 @@ impl CrowdFrames {
 
     fn gather_instances(&mut self, store: &mut Store) -> Result<(), GpuError> {
         self.instances.clear();
+        self.morphs.clear();
+        self.morph_ranges.clear();
+        let morphed = !self.mesh.morph_targets().is_empty();
         let (mut lo, mut hi) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY));
         // The set `crowd_palette_len` counts: the entities the pipeline wrote palettes for.
         let mut q = store
-            .query::<(&FrameSlot, &EntityTransform)>()
+            .query::<(&FrameSlot, &EntityTransform, Option<&MorphWeights>)>()
             .map_err(|e| GpuError::InvalidInput {
                 what: format!("CrowdFrames: {e}"),
             })?
@@ -404,11 +414,20 @@ impl CrowdFrames {
             .with::<SkinRef>()
             .with::<Animations>()
             .with::<LayerWeights>();
-        let instances = &mut self.instances;
-        q.for_each(|_, (slot, t)| {
+        let (instances, morphs, ranges) = (
+            &mut self.instances,
+            &mut self.morphs,
+            &mut self.morph_ranges,
+        );
+        q.for_each(|_, (slot, t, weights)| {
             instances.push(Instance::new(slot.palette_offset, t.0.to_affine()));
             lo = lo.min(t.0.translation);
             hi = hi.max(t.0.translation);
+            if morphed {
+                let start = morphs.len();
+                morphs.extend_from_slice(weights.map_or(&[][..], |w| w.active()));
+                ranges.push(start..morphs.len());
+            }
         });
         self.bounds = if self.instances.is_empty() {
             (Vec3::ZERO, Vec3::ZERO)
@@ -457,8 +476,19 @@ impl CrowdFrames {
             .as_ref()
             .and_then(|t| t.slots.get(slot))
             .map(|s| &s.set);
+        // Each instance's active morph targets (job 5 compacted them), for meshes that have
+        // targets: an entity without `MorphWeights` draws the bind shape.
+        let lists: Vec<&[ActiveMorph]> = self
+            .morph_ranges
+            .iter()
+            .filter_map(|r| self.morphs.get(r.clone()))
+            .collect();
+        let morphed = !self.mesh.morph_targets().is_empty();
         match &mut self.renderer {
             Renderer::Graphics(r) => {
+                if morphed {
+                    r.set_morphs(ctx, &lists)?;
+                }
                 r.check_palette_bounds(&self.instances, entries)?;
                 r.set_instances(ctx, &self.instances)?;
                 let tw = queries.map(|set| wgpu::RenderPassTimestampWrites {
@@ -472,6 +502,9 @@ impl CrowdFrames {
                 }
             }
             Renderer::Compute(r) => {
+                if morphed {
+                    r.set_morphs(ctx, &lists)?;
+                }
                 r.check_palette_bounds(&self.instances, entries)?;
                 r.set_instances(ctx, &self.instances)?;
                 let tw = queries.map(|set| RasterTimestamps {

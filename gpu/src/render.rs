@@ -474,7 +474,10 @@ impl CrowdRenderer {
         ctx: &GpuContext,
         lists: &[&[ActiveMorph]],
     ) -> Result<(), GpuError> {
-        self.morphs = Some(MorphInstances::new(ctx, self.morph_targets, lists)?);
+        match &mut self.morphs {
+            Some(m) => m.write(ctx, self.morph_targets, lists)?,
+            None => self.morphs = Some(MorphInstances::new(ctx, self.morph_targets, lists)?),
+        }
         Ok(())
     }
 

@@ -16,8 +16,10 @@ use sinew_gpu::crowd_frames::{CrowdFrames, FrameImage, Rasteriser};
 use sinew_gpu::raster::ComputeCrowdRenderer;
 use sinew_gpu::render::{Camera, CrowdRenderer, Instance};
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::Transform;
-use sinew_jobs::component::{AnimationToProcess, EntityTransform, FrameSlot, SkinRef, skinned};
+use sinew_jobs::asset::{ActiveMorph, RawMorphTarget, Transform};
+use sinew_jobs::component::{
+    AnimationToProcess, EntityTransform, FrameSlot, MorphWeights, SkinRef, skinned,
+};
 use sinew_runtime::store::Store;
 use wgpu::util::DeviceExt;
 
@@ -60,7 +62,8 @@ fn frames_through_the_ring_draw_what_the_cpu_palettes_draw() {
         let mut cpu_animator = Animator::new(&mut cpu_store).unwrap();
         let entries = gpu_animator.layout(&mut gpu_store).unwrap().palette_len();
         assert_eq!(entries, 12 * m.mesh.bone_count());
-        let mut frames = CrowdFrames::new(&ctx, &m.rig, m.mesh.clone(), raster, (w, h), entries).unwrap();
+        let mut frames =
+            CrowdFrames::new(&ctx, &m.rig, m.mesh.clone(), raster, (w, h), entries).unwrap();
         let mut cpu_palette = vec![[0.0f32; 12]; entries];
         let frame_count = 5;
         let mut image = None;
@@ -136,6 +139,176 @@ fn frames_through_the_ring_draw_what_the_cpu_palettes_draw() {
         assert!(
             image == reference,
             "{raster:?}: the ring's frame differs from the CPU palettes'"
+        );
+    }
+}
+
+/// The built-in character's mesh with two morph targets: 0 swells it along its normals, 1
+/// lifts every vertex above the hips.
+fn morphed_mesh() -> std::sync::Arc<sinew_jobs::asset::SkinnedMesh> {
+    let mut raw = sinew_fixtures::builtin::character().mesh;
+    let swell = raw.normals.iter().map(|n| *n * 0.08).collect();
+    let lift = raw
+        .positions
+        .iter()
+        .map(|p| {
+            if p.y > 1.0 {
+                Vec3::new(0.0, 0.25, 0.0)
+            } else {
+                Vec3::ZERO
+            }
+        })
+        .collect();
+    raw.morph_targets = vec![
+        RawMorphTarget {
+            name: "swell".into(),
+            positions: swell,
+            normals: Vec::new(),
+        },
+        RawMorphTarget {
+            name: "lift".into(),
+            positions: lift,
+            normals: Vec::new(),
+        },
+    ];
+    raw.morph_weights = vec![0.0, 0.0];
+    std::sync::Arc::new(raw.bake().unwrap())
+}
+
+/// Entity `i`'s morph weights (some entities have none, some only zeros).
+fn weights_of(i: usize) -> Option<[f32; 2]> {
+    match i % 4 {
+        0 => None,
+        1 => Some([0.0, 0.0]),
+        2 => Some([1.0, 0.0]),
+        _ => Some([0.5, 0.75]),
+    }
+}
+
+#[test]
+fn frames_draw_each_entitys_active_morph_targets() {
+    let Some(ctx) = context() else { return };
+    let m = common::Model {
+        mesh: morphed_mesh(),
+        ..builtin_model()
+    };
+    let (w, h) = (320, 180);
+    let camera = Camera::look_at(Vec3::new(2.25, 3.0, -6.0), Vec3::new(2.25, 0.9, 1.5));
+    for raster in [Rasteriser::Graphics, Rasteriser::Compute] {
+        let mut store = crowd(&m);
+        let entities: Vec<_> = {
+            let mut v = Vec::new();
+            store
+                .query::<&FrameSlot>()
+                .unwrap()
+                .for_each(|e, _| v.push(e));
+            v
+        };
+        for (i, &e) in entities.iter().enumerate() {
+            if let Some(wts) = weights_of(i) {
+                store.insert(e, MorphWeights::new(wts.to_vec())).unwrap();
+            }
+        }
+        let mut animator = Animator::new(&mut store).unwrap();
+        let entries = animator.layout(&mut store).unwrap().palette_len();
+        let mut frames =
+            CrowdFrames::new(&ctx, &m.rig, m.mesh.clone(), raster, (w, h), entries).unwrap();
+        frames
+            .write(&ctx, &mut store, |store, p| {
+                animator.run_frame_into(store, 1.0 / 60.0, p)
+            })
+            .unwrap()
+            .0
+            .unwrap();
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        frames.encode(&ctx, &mut encoder, &camera, true).unwrap();
+        let sub = ctx.queue.submit([encoder.finish()]);
+        frames.submitted(sub.clone());
+        let image = frames.read_image(&ctx, sub).unwrap();
+        frames.finish(&ctx).unwrap();
+
+        // The reference: the same palettes (a second store, same frame) and instances, drawn
+        // by the renderer alone with lists made here from the weights set above: targets at
+        // weight 0 and entities without weights left out.
+        let mut cpu_store = crowd(&m);
+        let mut cpu_entities = Vec::new();
+        cpu_store
+            .query::<&FrameSlot>()
+            .unwrap()
+            .for_each(|e, _| cpu_entities.push(e));
+        for (i, &e) in cpu_entities.iter().enumerate() {
+            if let Some(wts) = weights_of(i) {
+                cpu_store
+                    .insert(e, MorphWeights::new(wts.to_vec()))
+                    .unwrap();
+            }
+        }
+        let mut cpu_palette = vec![[0.0f32; 12]; entries];
+        Animator::new(&mut cpu_store)
+            .unwrap()
+            .run_frame_into(&mut cpu_store, 1.0 / 60.0, &mut cpu_palette)
+            .unwrap();
+        let buffer = ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("reference palette"),
+                contents: bytemuck::cast_slice(&cpu_palette),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        let mut instances = Vec::new();
+        let mut lists: Vec<Vec<ActiveMorph>> = Vec::new();
+        let mut q = cpu_store
+            .query::<(&FrameSlot, &EntityTransform)>()
+            .unwrap()
+            .with::<SkinRef>();
+        q.for_each(|e, (s, t)| {
+            instances.push(Instance::new(s.palette_offset, t.0.to_affine()));
+            let i = cpu_entities.iter().position(|&x| x == e).unwrap();
+            let wts = weights_of(i).unwrap_or([0.0; 2]);
+            lists.push(
+                (0..2)
+                    .filter(|&k| wts[k] != 0.0)
+                    .map(|k| ActiveMorph {
+                        target: k as u32,
+                        weight: wts[k],
+                    })
+                    .collect(),
+            );
+        });
+        drop(q);
+        assert_eq!(instances, frames.instances());
+        let refs: Vec<&[ActiveMorph]> = lists.iter().map(|l| l.as_slice()).collect();
+        let draw = |morphs: bool| match raster {
+            Rasteriser::Graphics => {
+                let mut r = CrowdRenderer::new(&ctx, &m.mesh, w, h).unwrap();
+                if morphs {
+                    r.set_morphs(&ctx, &refs).unwrap();
+                }
+                r.render(&ctx, &buffer, &instances, &camera).unwrap()
+            }
+            Rasteriser::Compute => {
+                let mut r = ComputeCrowdRenderer::new(&ctx, &m.mesh, w, h).unwrap();
+                r.options_mut().cull_sphere = None;
+                if morphs {
+                    r.set_morphs(&ctx, &refs).unwrap();
+                }
+                r.render(&ctx, &buffer, &instances, &camera).unwrap()
+            }
+        };
+        let (reference, bind_shape) = (draw(true), draw(false));
+        assert!(
+            image == reference,
+            "{raster:?}: CrowdFrames' morphs differ from the lists made from the weights"
+        );
+        let differ = image
+            .pixels
+            .chunks_exact(4)
+            .zip(bind_shape.pixels.chunks_exact(4))
+            .filter(|(a, b)| a != b)
+            .count();
+        assert!(
+            differ > 500,
+            "{raster:?}: morphs change only {differ} pixels"
         );
     }
 }

@@ -43,7 +43,9 @@ impl RawController {
         };
         match Self::from_json(&text) {
             Ok(back) if back == *self => Ok(text),
-            Ok(_) => Err(unwritable("the text reads back as another description".into())),
+            Ok(_) => Err(unwritable(
+                "the text reads back as another description".into(),
+            )),
             Err(e) => Err(unwritable(e.to_string())),
         }
     }
@@ -52,10 +54,16 @@ impl RawController {
 /// The path and value of the first number in `v` that rounds to an infinite `f32`.
 fn number_out_of_range(v: &Value, path: &mut String) -> Option<(String, f64)> {
     match v {
-        Value::Number(n) => n
-            .as_f64()
-            .filter(|&x| !(x as f32).is_finite())
-            .map(|x| (if path.is_empty() { "the file".into() } else { path.clone() }, x)),
+        Value::Number(n) => n.as_f64().filter(|&x| !(x as f32).is_finite()).map(|x| {
+            (
+                if path.is_empty() {
+                    "the file".into()
+                } else {
+                    path.clone()
+                },
+                x,
+            )
+        }),
         Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
             let len = path.len();
             path.push_str(&format!("[{i}]"));
