@@ -2,12 +2,12 @@
 
 use crate::component::{Animations, FrameSlot, RigRef, SkinRef};
 use crate::frame::{
-    FrameOffsets, LocalPoses, ModelPoses, PaletteBuffer, PaletteDestination, PaletteEntry,
-    PaletteOffsets,
+    BoneTable, FrameOffsets, LocalPoses, ModelPoses, PaletteBuffer, PaletteDestination,
+    PaletteEntry, PaletteOffsets,
 };
 use crate::pipeline::{
-    ClockCheckedBindings, FrameTime, PipelineConfig, PipelineNodes, PoseChain, insert_resources,
-    register_layout, register_with_stages,
+    BoneTableRead, ClockCheckedBindings, FrameTime, PipelineConfig, PipelineNodes, PoseChain,
+    insert_resources, register_layout, register_with_stages,
 };
 use crate::pose_stage::PoseStages;
 use sinew_runtime::graph::{FrameError, Graph, GraphBuildError, GraphBuilder, NodeTiming};
@@ -34,6 +34,8 @@ pub struct Animator {
     /// Whether the clock node's binding checks still hold when job 1 runs, so that job 1
     /// skips them ([`clock_checks_cover_job1`]).
     clock_checks_bindings: bool,
+    /// Whether a node other than job 3 reads the bone table (job 3 fills it only then).
+    bone_table_read: bool,
 }
 
 impl Animator {
@@ -96,6 +98,7 @@ impl Animator {
         register_layout(&mut layout);
         Ok(Self {
             clock_checks_bindings: clock_checks_cover_job1(&graph, &nodes),
+            bone_table_read: bone_table_read(&graph, &nodes),
             graph,
             layout: layout.build()?,
             nodes,
@@ -123,6 +126,7 @@ impl Animator {
         set_dt(store, dt);
         set_destination(store, PaletteDestination::Buffer);
         set_clock_checked(store, self.clock_checks_bindings);
+        set_bone_table_read(store, self.bone_table_read);
         let r = self.graph.run(store);
         store.advance_frame();
         r
@@ -149,6 +153,7 @@ impl Animator {
         set_dt(store, dt);
         set_destination(store, PaletteDestination::Lent);
         set_clock_checked(store, self.clock_checks_bindings);
+        set_bone_table_read(store, self.bone_table_read);
         let graph = &mut self.graph;
         let r = store.with_scoped_slice(palette, |store| graph.run(store));
         store.advance_frame();
@@ -212,6 +217,22 @@ impl Animator {
     pub fn nodes(&self) -> &PipelineNodes {
         &self.nodes
     }
+}
+
+fn set_bone_table_read(store: &mut Store, read: bool) {
+    match store.resource_mut::<BoneTableRead>() {
+        Ok(r) => r.0 = read,
+        Err(_) => {
+            store.insert_resource(BoneTableRead(read));
+        }
+    }
+}
+
+/// Whether a node other than job 3 declares a read of the [`BoneTable`].
+fn bone_table_read(graph: &Graph, nodes: &PipelineNodes) -> bool {
+    graph.node_ids().any(|id| {
+        id != nodes.per_bone_info && graph.access(id).is_some_and(|a| a.reads::<BoneTable>())
+    })
 }
 
 fn set_clock_checked(store: &mut Store, checked: bool) {

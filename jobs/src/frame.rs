@@ -50,7 +50,9 @@ pub struct BoneSlot {
     pub bone: u32,
 }
 
-/// Job 3's output: one [`BoneSlot`] per flat bone.
+/// Job 3's output: one [`BoneSlot`] per flat bone, for per-bone user nodes. Job 3 fills it
+/// only when a node of the [`Animator`](crate::animator::Animator)'s graph declares a read of
+/// it (no library node does); otherwise it stays empty.
 #[derive(Clone, Debug, Default)]
 pub struct BoneTable(pub Vec<BoneSlot>);
 

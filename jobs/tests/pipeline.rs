@@ -13,7 +13,7 @@ use sinew_jobs::component::{
     AnimationToProcess, BlendMode, BoneWorld, EntityTransform, ExposedBone, FiredEvents, FrameSlot,
     RootMotion, SkinRef, animated,
 };
-use sinew_jobs::frame::{LocalPoses, ModelPoses};
+use sinew_jobs::frame::{BoneTable, LocalPoses, ModelPoses};
 use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
 use sinew_runtime::graph::{Access, FnNode, GraphBuildError, NodeError};
 use sinew_runtime::store::{Entity, Store};
@@ -891,4 +891,43 @@ fn the_printed_graph_has_the_seed_edges() {
             .to_dot()
             .contains("\"8 remap cache\" -> \"4·6·7·9 pose chain\";")
     );
+}
+
+#[test]
+fn job_3_fills_the_bone_table_only_for_a_node_that_reads_it() {
+    let rig = Arc::new(arm_rig());
+    let spawn = |store: &mut Store| {
+        for _ in 0..3 {
+            store.spawn(animated(rig.clone(), vec![])).unwrap();
+        }
+    };
+    // No node reads the table: job 3 leaves it empty.
+    let mut store = Store::new();
+    spawn(&mut store);
+    let mut animator = Animator::new(&mut store).unwrap();
+    animator.run_frame(&mut store, 0.0).unwrap();
+    assert!(store.resource::<BoneTable>().unwrap().0.is_empty());
+    // A node that reads it gets (entity, bone) for each flat bone: entity i's bones 0, 1, 2
+    // at flat bones 3i..3i+3 (three-bone rigs, packed in order).
+    let mut store = Store::new();
+    spawn(&mut store);
+    let mut animator = Animator::with(&mut store, PipelineConfig::default(), |b, nodes| {
+        let reader = b.add_node(FnNode::new(
+            "bone table reader",
+            Access::new().read::<BoneTable>(),
+            |_| Ok(()),
+        ));
+        b.add_edge(nodes.per_bone_info, reader);
+    })
+    .unwrap();
+    animator.run_frame(&mut store, 0.0).unwrap();
+    let table: Vec<(u32, u32)> = store
+        .resource::<BoneTable>()
+        .unwrap()
+        .0
+        .iter()
+        .map(|s| (s.entity, s.bone))
+        .collect();
+    let expected: Vec<(u32, u32)> = (0..3).flat_map(|e| (0..3).map(move |b| (e, b))).collect();
+    assert_eq!(table, expected);
 }

@@ -47,6 +47,7 @@ use bone_offsets::BoneOffsetsNode;
 pub(crate) use bone_offsets::ClockCheckedBindings;
 use controller::{ControllerEventsNode, ControllerNode};
 use exposed_bones::ExposedBonesNode;
+pub(crate) use per_bone_info::BoneTableRead;
 use per_bone_info::PerBoneInfoNode;
 use pose_chain::PoseChainNode;
 use pose_stages::PoseStagesNode;
