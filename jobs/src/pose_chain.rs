@@ -10,9 +10,10 @@
 //! [`root_motion_one`], `propagate_soa`, [`skin_entity`]), so the two modes compute the same
 //! palettes bit for bit.
 //!
-//! Between job 7 and job 9, the [`PoseStage`](crate::pose_stage::PoseStage)s installed in the
-//! pipeline edit the entity's model matrices (IK, constraints, foot placement), while they are
-//! still in cache.
+//! The pose stages installed in the pipeline run at their points while the entity's data is
+//! in cache: [`LocalPoseStage`](crate::pose_stage::LocalPoseStage)s edit its local pose after
+//! job 4 or after job 6, [`PoseStage`](crate::pose_stage::PoseStage)s its model matrices
+//! between job 7 and job 9 (IK, constraints, foot placement).
 //!
 //! [`PoseChain::Fused`]: crate::pipeline::PoseChain::Fused
 
@@ -29,7 +30,9 @@ use crate::j7_propagate::propagate_soa;
 use crate::j8_remap_cache::RemapCache;
 use crate::j9_skinning::{TableLookup, check_range, check_skin, skin_entity};
 use crate::math::soa::{LANES, SoaTransform};
-use crate::pose_stage::{ChunkStage, LocalPose, StagePose};
+use crate::pose_stage::{
+    ChunkStage, LocalPose, LocalPoseMut, LocalStagePose, StagePoint, StagePose,
+};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
 
@@ -61,6 +64,27 @@ impl<'a> ChunkStages<'a> {
     /// Whether no stage runs on the run's entities.
     pub fn is_empty(&self) -> bool {
         self.stages.is_empty()
+    }
+
+    /// Runs the local stages at `point` on the run's entity `i`.
+    fn apply_local(
+        &self,
+        point: StagePoint,
+        i: usize,
+        entity: Entity,
+        rig: &crate::asset::Rig,
+        local: &mut [SoaTransform],
+        transform: Option<&crate::asset::Transform>,
+    ) {
+        let mut pose = LocalStagePose {
+            entity,
+            rig,
+            local: LocalPoseMut::soa(local, rig.bone_count()),
+            transform,
+        };
+        for stage in self.stages.iter().filter(|s| s.point() == point) {
+            stage.apply_local(self.row_base + i, &mut pose);
+        }
     }
 
     /// The stages of the entities from `mid` on.
@@ -117,7 +141,7 @@ pub struct PoseChainJob<'a> {
     pub palette_base: u32,
     /// Frame time in seconds (root-motion velocity).
     pub dt: f32,
-    /// The pose stages between job 7 and job 9 (none by default).
+    /// The pose stages (none by default).
     pub stages: ChunkStages<'a>,
 }
 
@@ -218,6 +242,13 @@ impl PoseChainJob<'_> {
             }
             let local = &mut scratch.local[..blocks];
             sample_blend_entity_soa(&sampling, &scratch.spans, bones, local);
+            let entity = self.entities.get(i).copied();
+            if STAGES && let Some(entity) = entity {
+                let transform = self.transforms.as_deref().and_then(|t| t.get(i));
+                let point = StagePoint::Sampled;
+                let t = transform.map(|t| &t.0);
+                self.stages.apply_local(point, i, entity, rig, local, t);
+            }
 
             // Job 6: root motion, and the root made in place.
             if let Some(motion) = self.motion.as_deref_mut().and_then(|m| m.get_mut(i)) {
@@ -241,6 +272,13 @@ impl PoseChainJob<'_> {
                 }
             }
 
+            if STAGES && let Some(entity) = entity {
+                let transform = self.transforms.as_deref().and_then(|t| t.get(i));
+                let point = StagePoint::RootMoved;
+                let t = transform.map(|t| &t.0);
+                self.stages.apply_local(point, i, entity, rig, local, t);
+            }
+
             // Job 7: model matrices, into the kept buffer or the scratch.
             let kept = self.model.as_deref_mut().and_then(|m| {
                 let start = slot.bone_offset.wrapping_sub(self.model_base) as usize;
@@ -257,8 +295,8 @@ impl PoseChainJob<'_> {
             };
             propagate_soa(rig.parent_indices(), local, model);
 
-            // The pose stages, on the model matrices skinning reads.
-            if STAGES && let Some(&entity) = self.entities.get(i) {
+            // The model stages, on the matrices skinning reads.
+            if STAGES && let Some(entity) = entity {
                 let transform = self.transforms.as_deref().and_then(|t| t.get(i));
                 let mut pose = StagePose {
                     entity,
@@ -267,7 +305,8 @@ impl PoseChainJob<'_> {
                     model: &mut *model,
                     transform: transform.map(|t| &t.0),
                 };
-                for stage in self.stages.stages {
+                let model_stages = self.stages.stages.iter();
+                for stage in model_stages.filter(|s| s.point() == StagePoint::Propagated) {
                     stage.apply(self.stages.row_base + i, &mut pose);
                 }
             }

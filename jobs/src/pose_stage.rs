@@ -1,5 +1,7 @@
-//! Per-entity stages between job 7 (model matrices) and job 9 (palettes): inverse kinematics,
-//! constraints, foot placement, or an engine's own.
+//! Per-entity stages between the fused jobs: inverse kinematics, constraints, foot placement,
+//! or an engine's own. A [`PoseStage`] edits model matrices between job 7 (propagation) and job
+//! 9 (skinning); a [`LocalPoseStage`] edits local bone transforms after job 4 (sampling) or
+//! after job 6 (root motion), at its [`LocalStagePoint`].
 //!
 //! A [`PoseStage`] names the component it reads ([`PoseStage::Input`]). The pipeline declares
 //! that read on the node that runs the stages, so the graph orders the stage against any node
@@ -183,6 +185,191 @@ pub trait PoseStage: Send + Sync + fmt::Debug + 'static {
     fn apply(&self, input: &Self::Input, pose: &mut StagePose<'_>);
 }
 
+/// An entity's local pose, to edit (a [`LocalPoseStage`]'s view of job 4's output).
+#[derive(Debug)]
+pub struct LocalPoseMut<'a>(LocalReprMut<'a>);
+
+#[derive(Debug)]
+enum LocalReprMut<'a> {
+    Soa(&'a mut [SoaTransform], usize),
+    Aos(&'a mut [Transform]),
+}
+
+impl<'a> LocalPoseMut<'a> {
+    pub(crate) fn soa(blocks: &'a mut [SoaTransform], bones: usize) -> Self {
+        let n = bones.min(blocks.len() * LANES);
+        Self(LocalReprMut::Soa(blocks, n))
+    }
+
+    pub(crate) fn aos(bones: &'a mut [Transform]) -> Self {
+        Self(LocalReprMut::Aos(bones))
+    }
+
+    /// Bones in the pose.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            LocalReprMut::Soa(_, n) => *n,
+            LocalReprMut::Aos(b) => b.len(),
+        }
+    }
+
+    /// Whether the pose has no bone.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bone `bone`'s local transform (relative to its parent).
+    pub fn get(&self, bone: usize) -> Option<Transform> {
+        match &self.0 {
+            LocalReprMut::Soa(blocks, n) if bone < *n => {
+                blocks.get(bone / LANES).map(|b| b.lane(bone % LANES))
+            }
+            LocalReprMut::Soa(..) => None,
+            LocalReprMut::Aos(b) => b.get(bone).copied(),
+        }
+    }
+
+    /// Sets bone `bone`'s local transform; `false` (and nothing changes) when the pose has no
+    /// such bone.
+    pub fn set(&mut self, bone: usize, transform: &Transform) -> bool {
+        match &mut self.0 {
+            LocalReprMut::Soa(blocks, n) if bone < *n => match blocks.get_mut(bone / LANES) {
+                Some(block) => {
+                    block.set_lane(bone % LANES, transform);
+                    true
+                }
+                None => false,
+            },
+            LocalReprMut::Soa(..) => false,
+            LocalReprMut::Aos(b) => match b.get_mut(bone) {
+                Some(t) => {
+                    *t = *transform;
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+}
+
+/// Where a [`LocalPoseStage`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LocalStagePoint {
+    /// After job 4 (sampling and blending), before root motion: the root still carries the
+    /// clip's motion, which job 6 then takes out (it holds the root at its start pose).
+    AfterSampling,
+    /// After job 6 (root motion), before propagation: the entity's transform has moved.
+    AfterRootMotion,
+}
+
+/// What a [`LocalPoseStage`] gets for one entity.
+#[derive(Debug)]
+pub struct LocalStagePose<'a> {
+    /// The entity.
+    pub entity: Entity,
+    /// Its rig.
+    pub rig: &'a Rig,
+    /// Its local pose, to edit: job 7 builds the model matrices from it.
+    pub local: LocalPoseMut<'a>,
+    /// Its world transform (after this frame's root motion at
+    /// [`LocalStagePoint::AfterRootMotion`], before it at [`LocalStagePoint::AfterSampling`]),
+    /// when it has an [`EntityTransform`](crate::component::EntityTransform).
+    pub transform: Option<&'a Transform>,
+}
+
+/// A per-entity step on local bone transforms, after sampling or after root motion (a
+/// procedural offset, a look-at expressed in local rotations, a pose correction before the
+/// hierarchy is built).
+pub trait LocalPoseStage: Send + Sync + fmt::Debug + 'static {
+    /// The component the stage reads from each entity; entities without it are skipped.
+    type Input: Component;
+
+    /// The stage's name (in errors).
+    fn name(&self) -> &str;
+
+    /// Where it runs.
+    fn point(&self) -> LocalStagePoint;
+
+    /// Checks one entity's input against its rig before the frame moves anything.
+    ///
+    /// # Errors
+    /// [`StageError`] saying what is wrong and with which bone.
+    fn check(&self, rig: &Rig, input: &Self::Input) -> Result<(), StageError>;
+
+    /// Edits one entity's local pose. Runs only after [`LocalPoseStage::check`] accepted the
+    /// input, and must leave every transform finite (rotations unit length).
+    fn apply(&self, input: &Self::Input, pose: &mut LocalStagePose<'_>);
+}
+
+/// Where a stage of either kind runs, in the chain's order: after the job that names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum StagePoint {
+    Sampled,
+    RootMoved,
+    Propagated,
+}
+
+impl From<LocalStagePoint> for StagePoint {
+    fn from(p: LocalStagePoint) -> Self {
+        match p {
+            LocalStagePoint::AfterSampling => Self::Sampled,
+            LocalStagePoint::AfterRootMotion => Self::RootMoved,
+        }
+    }
+}
+
+/// Either kind of stage, as the pipeline runs it.
+trait AnyStage: Send + Sync + fmt::Debug + 'static {
+    type Input: Component;
+    fn name(&self) -> &str;
+    fn point(&self) -> StagePoint;
+    fn check(&self, rig: &Rig, input: &Self::Input) -> Result<(), StageError>;
+    fn apply_model(&self, input: &Self::Input, pose: &mut StagePose<'_>);
+    fn apply_local(&self, input: &Self::Input, pose: &mut LocalStagePose<'_>);
+}
+
+/// A [`PoseStage`] (model matrices after job 7).
+#[derive(Debug)]
+struct ModelStage<S>(S);
+
+impl<S: PoseStage> AnyStage for ModelStage<S> {
+    type Input = S::Input;
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn point(&self) -> StagePoint {
+        StagePoint::Propagated
+    }
+    fn check(&self, rig: &Rig, input: &S::Input) -> Result<(), StageError> {
+        self.0.check(rig, input)
+    }
+    fn apply_model(&self, input: &S::Input, pose: &mut StagePose<'_>) {
+        self.0.apply(input, pose);
+    }
+    fn apply_local(&self, _: &S::Input, _: &mut LocalStagePose<'_>) {}
+}
+
+/// A [`LocalPoseStage`].
+#[derive(Debug)]
+struct LocalStage<S>(S);
+
+impl<S: LocalPoseStage> AnyStage for LocalStage<S> {
+    type Input = S::Input;
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn point(&self) -> StagePoint {
+        self.0.point().into()
+    }
+    fn check(&self, rig: &Rig, input: &S::Input) -> Result<(), StageError> {
+        self.0.check(rig, input)
+    }
+    fn apply_model(&self, _: &S::Input, _: &mut StagePose<'_>) {}
+    fn apply_local(&self, input: &S::Input, pose: &mut LocalStagePose<'_>) {
+        self.0.apply(input, pose);
+    }
+}
+
 /// The stages a pipeline runs, in order (empty by default).
 #[derive(Clone, Debug, Default)]
 pub struct PoseStages {
@@ -195,11 +382,25 @@ impl PoseStages {
         Self::default()
     }
 
-    /// These stages, then `stage`.
+    /// These stages, then `stage` (on model matrices, after job 7).
     #[must_use]
     pub fn with(mut self, stage: impl PoseStage) -> Self {
-        self.stages.push(Arc::new(stage));
+        self.stages.push(Arc::new(ModelStage(stage)));
         self
+    }
+
+    /// These stages, then `stage` (on local transforms, at its [`LocalStagePoint`]). Stages
+    /// run by point in the chain's order (after sampling, after root motion, after
+    /// propagation), and in the order they were added within a point.
+    #[must_use]
+    pub fn with_local(mut self, stage: impl LocalPoseStage) -> Self {
+        self.stages.push(Arc::new(LocalStage(stage)));
+        self
+    }
+
+    /// Whether a stage runs at `point`.
+    pub(crate) fn has(&self, point: StagePoint) -> bool {
+        self.stages.iter().any(|s| s.point() == point)
     }
 
     /// Number of stages.
@@ -234,13 +435,17 @@ impl PoseStages {
 /// A stage with its input type erased, as the pipeline holds it.
 pub(crate) trait ErasedStage: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
+    fn point(&self) -> StagePoint;
     fn declare(&self, access: Access) -> Access;
     fn view<'a>(&'a self, ctx: &NodeContext<'a>) -> Result<Box<dyn StageView + 'a>, NodeError>;
 }
 
-impl<S: PoseStage> ErasedStage for S {
+impl<S: AnyStage> ErasedStage for S {
     fn name(&self) -> &str {
-        PoseStage::name(self)
+        AnyStage::name(self)
+    }
+    fn point(&self) -> StagePoint {
+        AnyStage::point(self)
     }
     fn declare(&self, access: Access) -> Access {
         access.read::<S::Input>()
@@ -259,12 +464,12 @@ pub(crate) trait StageView {
     fn chunk(&self, archetype: ArchetypeId, chunk: ChunkId) -> Option<Box<dyn ChunkStage + '_>>;
 }
 
-struct View<'a, S: PoseStage> {
+struct View<'a, S: AnyStage> {
     stage: &'a S,
     inputs: ComponentView<'a, S::Input>,
 }
 
-impl<S: PoseStage> StageView for View<'_, S> {
+impl<S: AnyStage> StageView for View<'_, S> {
     fn chunk(&self, archetype: ArchetypeId, chunk: ChunkId) -> Option<Box<dyn ChunkStage + '_>> {
         let inputs = self.inputs.chunk_column(archetype, chunk)?;
         Some(Box::new(Column {
@@ -276,23 +481,28 @@ impl<S: PoseStage> StageView for View<'_, S> {
 
 /// A stage over the rows of one chunk (row = the entity's row in its chunk).
 pub(crate) trait ChunkStage: Send + Sync {
+    fn point(&self) -> StagePoint;
     fn check(&self, row: usize, entity: Entity, rig: &Rig) -> Result<(), JobError>;
     fn apply(&self, row: usize, pose: &mut StagePose<'_>);
+    fn apply_local(&self, row: usize, pose: &mut LocalStagePose<'_>);
 }
 
-struct Column<'s, S: PoseStage> {
+struct Column<'s, S: AnyStage> {
     stage: &'s S,
     inputs: &'s [S::Input],
 }
 
-impl<S: PoseStage> ChunkStage for Column<'_, S> {
+impl<S: AnyStage> ChunkStage for Column<'_, S> {
+    fn point(&self) -> StagePoint {
+        AnyStage::point(self.stage)
+    }
     fn check(&self, row: usize, entity: Entity, rig: &Rig) -> Result<(), JobError> {
         match self.inputs.get(row) {
             Some(input) => self
                 .stage
                 .check(rig, input)
                 .map_err(|error| JobError::PoseStage {
-                    stage: self.stage.name().to_owned(),
+                    stage: AnyStage::name(self.stage).to_owned(),
                     entity,
                     error,
                 }),
@@ -301,7 +511,12 @@ impl<S: PoseStage> ChunkStage for Column<'_, S> {
     }
     fn apply(&self, row: usize, pose: &mut StagePose<'_>) {
         if let Some(input) = self.inputs.get(row) {
-            self.stage.apply(input, pose);
+            self.stage.apply_model(input, pose);
+        }
+    }
+    fn apply_local(&self, row: usize, pose: &mut LocalStagePose<'_>) {
+        if let Some(input) = self.inputs.get(row) {
+            self.stage.apply_local(input, pose);
         }
     }
 }

@@ -15,6 +15,9 @@ use sinew_jobs::component::{
 };
 use sinew_jobs::frame::{BoneTable, LocalPoses, ModelPoses};
 use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
+use sinew_jobs::pose_stage::{
+    LocalPoseStage, LocalStagePoint, LocalStagePose, PoseStages, StageError,
+};
 use sinew_runtime::graph::{Access, FnNode, GraphBuildError, NodeError};
 use sinew_runtime::store::{Entity, Store};
 use std::f32::consts::FRAC_PI_2;
@@ -930,4 +933,139 @@ fn job_3_fills_the_bone_table_only_for_a_node_that_reads_it() {
         .collect();
     let expected: Vec<(u32, u32)> = (0..3).flat_map(|e| (0..3).map(move |b| (e, b))).collect();
     assert_eq!(table, expected);
+}
+
+/// An elbow angle (radians about Z) for [`SetElbow`], and a root offset for [`ShiftRoot`].
+#[derive(Clone, Copy, Debug)]
+struct Elbow(f32);
+
+/// A local stage after sampling: sets the elbow's local rotation.
+#[derive(Debug)]
+struct SetElbow;
+
+impl LocalPoseStage for SetElbow {
+    type Input = Elbow;
+    fn name(&self) -> &str {
+        "set elbow"
+    }
+    fn point(&self) -> LocalStagePoint {
+        LocalStagePoint::AfterSampling
+    }
+    fn check(&self, rig: &Rig, input: &Elbow) -> Result<(), StageError> {
+        if !input.0.is_finite() {
+            return Err(StageError::NotFinite {
+                what: "elbow angle",
+            });
+        }
+        match rig.bone_count() {
+            3.. => Ok(()),
+            n => Err(StageError::BoneOutOfRange {
+                bone: 1,
+                bone_count: n,
+            }),
+        }
+    }
+    fn apply(&self, input: &Elbow, pose: &mut LocalStagePose<'_>) {
+        if let Some(mut t) = pose.local.get(1) {
+            t.rotation = Quat::from_rotation_z(input.0);
+            assert!(pose.local.set(1, &t));
+        }
+    }
+}
+
+/// A local stage after root motion: moves the root by the entity's transform's x (so it also
+/// shows that the stage sees the transform root motion left).
+#[derive(Debug)]
+struct ShiftRoot;
+
+impl LocalPoseStage for ShiftRoot {
+    type Input = Elbow;
+    fn name(&self) -> &str {
+        "shift root"
+    }
+    fn point(&self) -> LocalStagePoint {
+        LocalStagePoint::AfterRootMotion
+    }
+    fn check(&self, _: &Rig, _: &Elbow) -> Result<(), StageError> {
+        Ok(())
+    }
+    fn apply(&self, _: &Elbow, pose: &mut LocalStagePose<'_>) {
+        let x = pose.transform.map_or(0.0, |t| t.translation.x);
+        if let Some(mut t) = pose.local.get(0) {
+            t.translation.x += 1.0 + x;
+            pose.local.set(0, &t);
+        }
+    }
+}
+
+#[test]
+fn local_stages_edit_the_pose_after_sampling_and_after_root_motion_in_both_pipelines() {
+    let rig = Arc::new(arm_rig());
+    let mesh = Arc::new(arm_mesh());
+    let run = |config: PipelineConfig, threads: usize| {
+        let mut store = Store::new();
+        let bent = store.spawn(animated(rig.clone(), vec![])).unwrap();
+        store.insert(bent, SkinRef::new(mesh.clone())).unwrap();
+        store.insert(bent, Elbow(FRAC_PI_2)).unwrap();
+        store
+            .insert(
+                bent,
+                EntityTransform(Transform::from_translation(2.0 * Vec3::X)),
+            )
+            .unwrap();
+        let plain = store.spawn(animated(rig.clone(), vec![])).unwrap();
+        store.insert(plain, SkinRef::new(mesh.clone())).unwrap();
+        // Added after, but runs at its point: after sampling, so before the root shift.
+        let stages = PoseStages::new().with_local(ShiftRoot).with_local(SetElbow);
+        let mut animator = Animator::with_stages(&mut store, config, &stages, |_, _| {}).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| animator.run_frame(&mut store, 0.0))
+            .unwrap();
+        let palettes = animator.palettes(&store).to_vec();
+        let order = |e: Entity| store.get::<FrameSlot>(e).unwrap().palette_offset as usize;
+        (palettes, order(bent), order(plain))
+    };
+    let (fused, bent, plain) = run(without_clocks(), 1);
+    // Root shifted by 1 + 2 (the transform's x) along X, elbow turned 90° about Z: the tip
+    // (at (0, 2, 0) at rest) goes to (3, 0, 0) + (0, 1, 0) + (−1, 0, 0) = (2, 1, 0), the
+    // vertex on the elbow (0.5 along X from it) to the elbow (3, 1, 0) plus (0, 0.5, 0). The
+    // entity without the input is at rest.
+    let p = |base: usize, k: usize, v: Vec3| palette_point(&fused[base + k], v);
+    assert!(close(
+        p(bent, 0, Vec3::new(0.0, 2.0, 0.0)),
+        Vec3::new(2.0, 1.0, 0.0)
+    ));
+    assert!(close(
+        p(bent, 2, Vec3::new(0.5, 1.0, 0.0)),
+        Vec3::new(3.0, 1.5, 0.0)
+    ));
+    assert!(close(
+        p(plain, 0, Vec3::new(0.0, 2.0, 0.0)),
+        Vec3::new(0.0, 2.0, 0.0)
+    ));
+    // The staged pipeline runs them in nodes between jobs 4 and 6 and 6 and 7: the same
+    // palettes, bit for bit, on any number of threads.
+    let staged = run(staged_without_clocks(), 4);
+    let bits = |v: &[[f32; 12]]| -> Vec<u32> { v.iter().flatten().map(|x| x.to_bits()).collect() };
+    assert_eq!(bits(&fused), bits(&staged.0));
+    assert_eq!(bits(&fused), bits(&run(without_clocks(), 4).0));
+}
+
+#[test]
+fn a_local_stage_checks_every_entity_before_the_frame_moves() {
+    let rig = Arc::new(arm_rig());
+    let mut store = Store::new();
+    let e = store.spawn(animated(rig, vec![])).unwrap();
+    store.insert(e, Elbow(f32::NAN)).unwrap();
+    let stages = PoseStages::new().with_local(SetElbow);
+    let mut animator =
+        Animator::with_stages(&mut store, without_clocks(), &stages, |_, _| {}).unwrap();
+    let err = animator.run_frame(&mut store, 0.0).unwrap_err().to_string();
+    assert!(
+        err.contains("set elbow") && err.contains("elbow angle is not finite"),
+        "{err}"
+    );
 }

@@ -41,7 +41,7 @@ use crate::frame::{
     PaletteDestination, PaletteOffsets,
 };
 use crate::j8_remap_cache::RemapCache;
-use crate::pose_stage::PoseStages;
+use crate::pose_stage::{PoseStages, StagePoint};
 use advance_clocks::AdvanceClocksNode;
 use bone_offsets::BoneOffsetsNode;
 pub(crate) use bone_offsets::ClockCheckedBindings;
@@ -194,7 +194,9 @@ pub struct PipelineNodes {
     /// The node that moves exposed bone entities (after job 7: its own node when fused, job
     /// 7's node when staged).
     pub exposed_bones: NodeId,
-    /// The node that runs the pose stages, when any is installed (the chain node when fused).
+    /// The node that runs the model stages ([`PoseStage`](crate::pose_stage::PoseStage)s),
+    /// when any is installed (the chain node when fused). Staged, local stages run in nodes
+    /// of their own after job 4 and after job 6.
     pub pose_stages: Option<NodeId>,
 }
 
@@ -242,9 +244,10 @@ pub fn register(
     register_with_stages(builder, config, &PoseStages::new())
 }
 
-/// [`register`], with `stages` run on each entity between job 7 and job 9: inside the pose
-/// chain when fused; when staged, in a node of their own (`pose stages`, named by
-/// [`PipelineNodes::pose_stages`]) ordered after job 7 and before job 9.
+/// [`register`], with `stages` run on each entity at their points (local stages after job 4
+/// or job 6, model stages between job 7 and job 9): inside the pose chain when fused; when
+/// staged, in a node per point between the jobs it falls between (`pose stages`, named by
+/// [`PipelineNodes::pose_stages`], for the model stages).
 ///
 /// # Errors
 /// As [`register`].
@@ -317,13 +320,20 @@ pub fn register_with_stages(
                 .add_edge(root_motion, propagate)
                 .add_edge(propagate, skinning)
                 .add_edge(remap_cache, skinning);
-            let pose_stages = (!stages.is_empty()).then(|| {
-                let node = builder.add_node(PoseStagesNode {
-                    stages: stages.clone(),
-                });
-                builder.add_edge(propagate, node).add_edge(node, skinning);
-                node
-            });
+            // Each point's stages in a node between the jobs it falls between.
+            let mut stage_node = |point: StagePoint, before: NodeId, after: NodeId| {
+                stages.has(point).then(|| {
+                    let node = builder.add_node(PoseStagesNode {
+                        stages: stages.clone(),
+                        point,
+                    });
+                    builder.add_edge(before, node).add_edge(node, after);
+                    node
+                })
+            };
+            stage_node(StagePoint::Sampled, sample_blend, root_motion);
+            stage_node(StagePoint::RootMoved, root_motion, propagate);
+            let pose_stages = stage_node(StagePoint::Propagated, propagate, skinning);
             Ok(PipelineNodes {
                 advance_clocks,
                 controller,

@@ -1,55 +1,70 @@
-//! The pose stages' node (staged pipeline): between job 7 and job 9, over [`ModelPoses`].
+//! The pose stages' nodes (staged pipeline): the local stages after job 4 and after job 6 over
+//! [`LocalPoses`], the model stages between job 7 and job 9 over [`ModelPoses`].
 
 use super::frame_ranges::*;
 use crate::component::{Animations, EntityTransform, FrameSlot, LayerWeights, RigRef};
 use crate::frame::{LocalPoses, ModelPoses, split_ranges};
-use crate::pose_stage::{LocalPose, PoseStages, StagePose, bind_chunk};
+use crate::pose_stage::{
+    LocalPose, LocalPoseMut, LocalStagePose, PoseStages, StagePoint, StagePose, bind_chunk,
+};
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
 
 #[derive(Debug)]
 pub(super) struct PoseStagesNode {
     pub(super) stages: PoseStages,
+    /// Which of the stages this node runs.
+    pub(super) point: StagePoint,
 }
 
 impl PoseStagesNode {
     pub(super) const NAME: &'static str = "pose stages";
+    const AFTER_SAMPLING: &'static str = "pose stages after sampling";
+    const AFTER_ROOT_MOTION: &'static str = "pose stages after root motion";
 }
 
 impl Node for PoseStagesNode {
     fn name(&self) -> &str {
-        Self::NAME
+        match self.point {
+            StagePoint::Sampled => Self::AFTER_SAMPLING,
+            StagePoint::RootMoved => Self::AFTER_ROOT_MOTION,
+            StagePoint::Propagated => Self::NAME,
+        }
     }
     fn access(&self) -> Access {
-        self.stages
+        let access = self
+            .stages
             .declare(Access::new())
             .read::<RigRef>()
             .read::<Animations>()
             .read::<LayerWeights>()
             .read::<FrameSlot>()
-            .read::<LocalPoses>()
-            .read::<EntityTransform>()
-            .write::<ModelPoses>()
+            .read::<EntityTransform>();
+        match self.point {
+            StagePoint::Propagated => access.read::<LocalPoses>().write::<ModelPoses>(),
+            StagePoint::Sampled | StagePoint::RootMoved => access.write::<LocalPoses>(),
+        }
     }
     fn run(&mut self, ctx: &NodeContext<'_>) -> Result<(), NodeError> {
-        let local = ctx.resource::<LocalPoses>()?;
-        let mut model = ctx.resource_mut::<ModelPoses>()?;
         let views = self.stages.views(ctx)?;
         let mut q = ctx
             .query::<(&RigRef, &FrameSlot, Option<&EntityTransform>)>()?
             .with::<Animations>()
             .with::<LayerWeights>();
         let chunks = q.chunks();
-        let bound: Vec<_> = chunks
+        let point = self.point;
+        let bound: Vec<Vec<_>> = chunks
             .iter()
-            .map(|c| bind_chunk(&views, c.archetype_id(), c.chunk_id()))
+            .map(|c| {
+                let mut stages = bind_chunk(&views, c.archetype_id(), c.chunk_id());
+                stages.retain(|s| s.point() == point);
+                stages
+            })
             .collect();
         let ranges: Vec<(usize, usize)> = chunks
             .iter()
             .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), bone_range))
             .collect();
-        let pieces = split_ranges(&mut model.0, &ranges)
-            .ok_or_else(|| NodeError::new("pose stages: bone ranges do not fit model poses"))?;
         let rows: Vec<_> = chunks.into_iter().map(|c| c.into_parts()).collect();
         // Every entity is checked before any moves.
         rows.par_iter()
@@ -62,6 +77,45 @@ impl Node for PoseStagesNode {
                 }
                 Ok::<_, NodeError>(())
             })?;
+        if point != StagePoint::Propagated {
+            let mut local = ctx.resource_mut::<LocalPoses>()?;
+            let pieces = split_ranges(&mut local.0, &ranges)
+                .ok_or_else(|| NodeError::new("pose stages: bone ranges do not fit local poses"))?;
+            rows.into_par_iter()
+                .zip(pieces)
+                .zip(ranges)
+                .zip(&bound)
+                .for_each(
+                    |((((entities, (rigs, slots, transforms)), piece), range), stages)| {
+                        if stages.is_empty() {
+                            return;
+                        }
+                        for (row, ((&entity, rig), slot)) in
+                            entities.iter().zip(rigs).zip(slots).enumerate()
+                        {
+                            let start = (slot.bone_offset as usize).wrapping_sub(range.0);
+                            let end = start.wrapping_add(slot.bone_count as usize);
+                            let Some(local) = piece.get_mut(start..end) else {
+                                continue;
+                            };
+                            let mut pose = LocalStagePose {
+                                entity,
+                                rig: &rig.0,
+                                local: LocalPoseMut::aos(local),
+                                transform: transforms.and_then(|t| t.get(row)).map(|t| &t.0),
+                            };
+                            for stage in stages {
+                                stage.apply_local(row, &mut pose);
+                            }
+                        }
+                    },
+                );
+            return Ok(());
+        }
+        let local = ctx.resource::<LocalPoses>()?;
+        let mut model = ctx.resource_mut::<ModelPoses>()?;
+        let pieces = split_ranges(&mut model.0, &ranges)
+            .ok_or_else(|| NodeError::new("pose stages: bone ranges do not fit model poses"))?;
         let local = &local.0;
         rows.into_par_iter()
             .zip(pieces)
