@@ -426,7 +426,7 @@ pub(crate) fn lod_animation(
 
 /// The crowd's controller for a model: [`crowd_controller`] for the built-in character,
 /// `None` for a glTF model.
-fn model_controller(model: &Model) -> Result<Option<Arc<Controller>>, String> {
+pub(crate) fn model_controller(model: &Model) -> Result<Option<Arc<Controller>>, String> {
     let ModelKind::Builtin {
         walk,
         run,
@@ -539,7 +539,7 @@ pub fn controller_state_for(
 /// Every fourth character waves once every [`WAVE_PERIOD_FRAMES`] frames, at its own phase.
 pub const WAVE_PERIOD_FRAMES: u64 = 240;
 
-fn waves_at(i: u64, frame: u64) -> bool {
+pub(crate) fn waves_at(i: u64, frame: u64) -> bool {
     i.is_multiple_of(4)
         && (frame + (hash01(i, 4) * WAVE_PERIOD_FRAMES as f32) as u64)
             .is_multiple_of(WAVE_PERIOD_FRAMES)
@@ -561,7 +561,7 @@ pub(crate) type ControlledBundle = (
 
 /// Spawns character `i`: with a controller when there is one (its animation list starts
 /// empty: the controller writes it), else playing [`character`]'s clips.
-fn spawn_character(
+pub(crate) fn spawn_character(
     store: &mut Store,
     model: &Model,
     controller: Option<&Arc<Controller>>,
