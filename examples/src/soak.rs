@@ -551,8 +551,9 @@ struct Crowd {
 
 impl Crowd {
     fn new(model: Model, lod_mesh: Arc<SkinnedMesh>, count: usize) -> Result<Self, String> {
-        let controller = crowd::model_controller(&model)?
-            .ok_or("the soak crowds the built-in character, which has a controller")?;
+        let controller = crowd::model_controller(&model)?.ok_or(
+            "the soak's model has no crowd controller (only the built-in character has one)",
+        )?;
         let grid = (count as f64).sqrt().ceil() as usize;
         let eye = ground::camera_eye(grid, crowd::SPACING);
         let procedural = Procedural::for_rig(&model.rig, eye)
@@ -860,8 +861,12 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
             && last_progress.elapsed() >= every
         {
             last_progress = Instant::now();
+            let live = match opts.heap_probe {
+                Some(probe) => format!(" ({:.2} MiB live heap)", probe() as f64 / 1048576.0),
+                None => String::new(),
+            };
             eprintln!(
-                "soak: {:>6.1} s, frame {frame}, {} checks, {:.1} MiB resident, median frame {:.2} ms, load {}",
+                "soak: {:>6.1} s, frame {frame}, {} checks, {:.2} MiB resident{live}, median frame {:.2} ms, load {}",
                 start.elapsed().as_secs_f64(),
                 report.checks,
                 resident_bytes().unwrap_or(0) as f64 / 1048576.0,
@@ -887,8 +892,17 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
     if let Some(g) = report.memory_growth()
         && g > opts.max_memory_growth
     {
+        let live = match report.live_heap_growth() {
+            Some(l) => format!(
+                "; the live heap grew by {:.3} % ({} -> {} bytes)",
+                l * 100.0,
+                report.live_heap_baseline.unwrap_or(0),
+                report.live_heap_max_after.unwrap_or(0)
+            ),
+            None => String::new(),
+        };
         return Err(format!(
-            "resident memory grew by {:.2} % after the warm-up ({} -> {} bytes), over the {:.2} % allowed",
+            "resident memory grew by {:.2} % after the warm-up ({} -> {} bytes), over the {:.2} % allowed{live}",
             g * 100.0,
             report.rss_baseline.unwrap_or(0),
             report.rss_max_after.unwrap_or(0),
