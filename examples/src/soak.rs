@@ -353,9 +353,11 @@ fn state_after(store: &Store, e: Entity) -> Result<String, String> {
             a.layer
         );
     }
-    let controller = match store.get::<ControllerState>(e) {
-        Ok(s) => controller_text(s)?,
-        Err(_) => "none".into(),
+    let at = |err: sinew_runtime::store::StoreError| format!("entity {e:?}: {err}");
+    let controller = if store.has::<ControllerState>(e).map_err(at)? {
+        controller_text(store.get::<ControllerState>(e).map_err(at)?)?
+    } else {
+        "none".into()
     };
     Ok(format!(
         "animations{animations}\nlayer weights {:?}\ncontroller {controller}\ntransform {:?}\n\
