@@ -554,7 +554,7 @@ pub fn set_speed(
 /// Every fourth character waves once every [`WAVE_PERIOD_FRAMES`] frames, at its own phase.
 pub const WAVE_PERIOD_FRAMES: u64 = 240;
 
-fn waves_at(i: u64, frame: u64) -> bool {
+pub(crate) fn waves_at(i: u64, frame: u64) -> bool {
     i.is_multiple_of(4)
         && (frame + (hash01(i, 4) * WAVE_PERIOD_FRAMES as f32) as u64)
             .is_multiple_of(WAVE_PERIOD_FRAMES)
@@ -597,7 +597,7 @@ pub(crate) type ControlledBundle = (
 
 /// Spawns character `i`: with a controller when there is one (its animation list starts
 /// empty: the controller writes it), else playing [`character`]'s clips.
-fn spawn_character(
+pub(crate) fn spawn_character(
     store: &mut Store,
     model: &Model,
     controller: Option<&Arc<Controller>>,

@@ -1,30 +1,40 @@
-//! The soak run (issue #18, point 5): the default crowd (the built-in character with the crowd
-//! example's blends and layers) run for a long time on few threads, with churn, clip changes,
-//! mesh swaps and a user stage between propagation and skinning.
+//! The soak run (issue #18, point 5): the default crowd of `crowd` (the built-in character
+//! driven by [`crowd::crowd_controller`], feet placed on the crowd's ground and heads looking at
+//! the camera, [`ground::stages`]) run for a long time on few threads, with churn, clip changes,
+//! mesh swaps and a user stage ([`HeadTiltStage`]) after the crowd's stages.
 //!
-//! Every `check_every` frames a sample of entities is snapshotted before the frame and, after
-//! the crowd's frame, each is spawned alone into a fresh store with a fresh [`Animator`] built
-//! the same way and run for one frame with the same `dt`: its palette and its state after the
-//! frame must equal the crowd's, bit for bit. Each sample is run alone twice, with the crowd's
-//! sampling cursors and with none: a key search from none must end where the crowd's did.
-//! Resident memory
+//! Clip changes are what a game does to controller-driven characters: a new speed (another
+//! blend of idle, walk and run) and the wave trigger; some characters are switched between the
+//! controller and a plain animation list (respawned with the other bundle), and plain ones get
+//! new lists. Churn respawns controller-driven characters.
+//!
+//! Every `check_every` frames a sample of entities is snapshotted before the frame (their
+//! controller state and IK inputs included) and, after the crowd's frame, each is spawned alone
+//! into a fresh store with a fresh [`Animator`] built with the same stages and run for one frame
+//! with the same `dt`: its palette and its state after the frame must equal the crowd's, bit
+//! for bit. Each sample is run alone twice, with the crowd's sampling cursors and with none: a
+//! key search from none must end where the crowd's did. Resident memory
 //! (`/proc/self/statm`) is sampled at the checks and must not grow by more than
 //! `max_memory_growth` after `memory_warmup`; with a heap probe (the example's counting
 //! allocator) the live heap is sampled too and held to the same limit, which tells growth of
 //! what the program holds from growth of the allocator's free lists.
 
 use crate::crowd::{self, CrowdBundle, Model, ModelKind, hash01};
+use crate::ground::{self, Procedural};
 use glam::Affine3A;
 use rayon::ThreadPoolBuilder;
+use sinew_fixtures::builtin::RUN_SPEED;
 use sinew_jobs::animator::Animator;
-use sinew_jobs::asset::{AssetRegistry, SkinnedMesh, bone_hash, lod_chain};
+use sinew_jobs::asset::{AssetRegistry, Rig, SkinnedMesh, lod_chain};
 use sinew_jobs::component::{
     AnimationToProcess, Animations, BlendMode, CurveValues, EntityTransform, FiredEvents,
     FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors, SkinRef,
 };
-use sinew_jobs::frame::{ModelPoses, PaletteEntry};
-use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
-use sinew_runtime::graph::{Access, FnNode, NodeError};
+use sinew_jobs::controller::{Controller, ControllerState};
+use sinew_jobs::frame::PaletteEntry;
+use sinew_jobs::ik::{FootPlacement, LookAt};
+use sinew_jobs::pipeline::PipelineConfig;
+use sinew_jobs::pose_stage::{PoseStage, PoseStages, StageError, StagePose};
 use sinew_runtime::store::{Component, Entity, Store};
 use std::ops::Range;
 use std::sync::Arc;
@@ -45,8 +55,13 @@ pub struct SoakOptions {
     pub dt: f32,
     /// Share of the crowd despawned and respawned every simulated second.
     pub churn: f32,
-    /// Share of the crowd given a new animation list every simulated second.
+    /// Share of the crowd whose animation changes every simulated second: a new speed or the
+    /// wave trigger for a controller-driven character, a new list for a plain one, or (one
+    /// change in [`SoakOptions::switch_share`]) a switch between the two.
     pub clip_changes: f32,
+    /// Share of the clip changes that switch a character between the controller and a plain
+    /// animation list.
+    pub switch_share: f32,
     /// Share of the crowd whose mesh is swapped (full ↔ simplified) every simulated second.
     pub mesh_swaps: f32,
     /// Frames between checks against lone runs (frame 0 is checked).
@@ -74,6 +89,7 @@ impl Default for SoakOptions {
             dt: 1.0 / 60.0,
             churn: 0.1,
             clip_changes: 0.05,
+            switch_share: 0.2,
             mesh_swaps: 0.05,
             check_every: 100,
             samples: 16,
@@ -102,12 +118,20 @@ pub struct SoakReport {
     pub checks: usize,
     /// Entities compared.
     pub entities_checked: usize,
+    /// Of them, entities driven by the controller.
+    pub controlled_checked: usize,
     /// Entities despawned and respawned.
     pub churned: u64,
-    /// Animation lists replaced.
-    pub clip_changes: u64,
+    /// Controller parameter changes (a new speed, or a new speed and the wave trigger).
+    pub parameter_changes: u64,
+    /// Plain animation lists replaced.
+    pub lists_replaced: u64,
+    /// Characters switched between the controller and a plain list.
+    pub switches: u64,
     /// Meshes swapped.
     pub mesh_swaps: u64,
+    /// Controller-driven characters at the end.
+    pub controlled_last: usize,
     /// Median, 99th percentile and slowest crowd frame (the graph only).
     pub frame_median: Duration,
     /// 99th percentile frame.
@@ -133,6 +157,11 @@ pub struct SoakReport {
 }
 
 impl SoakReport {
+    /// Clip changes of every kind: parameter changes, lists replaced and switches.
+    pub fn clip_changes(&self) -> u64 {
+        self.parameter_changes + self.lists_replaced + self.switches
+    }
+
     /// Growth of resident memory after the warm-up, as a fraction of the baseline.
     pub fn memory_growth(&self) -> Option<f64> {
         let (b, m) = (self.rss_baseline?, self.rss_max_after?);
@@ -162,61 +191,58 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// The user stage: tilts each head bone in model space, about its own X axis, by an angle that
-/// depends on the head's model-space height, so that each entity's edit depends on its own pose
-/// (an entity given another's pose or slot would show up in the comparison).
-fn head_tilt() -> impl sinew_runtime::graph::Node + 'static {
-    let head = bone_hash("head");
-    FnNode::new(
-        "soak head tilt",
-        Access::new()
-            .read::<FrameSlot>()
-            .read::<RigRef>()
-            .write::<ModelPoses>(),
-        move |ctx| {
-            let mut model = ctx
-                .resource_mut::<ModelPoses>()
-                .map_err(NodeError::from_error)?;
-            let mut q = ctx
-                .query::<(&FrameSlot, &RigRef)>()
-                .map_err(NodeError::from_error)?
-                .with::<Animations>()
-                .with::<LayerWeights>();
-            let mut missing = None;
-            q.for_each(|e, (slot, rig)| {
-                let Some(h) = rig.0.find(head) else { return };
-                let i = slot.bone_offset as usize + h.get();
-                match model.0.get_mut(i) {
-                    Some(m) if h.get() < slot.bone_count as usize => {
-                        let angle = 0.1 + 0.2 * (m.translation.y * 7.0).sin();
-                        *m *= Affine3A::from_rotation_x(angle);
-                    }
-                    _ => missing = Some(e),
-                }
-            });
-            match missing {
-                Some(e) => Err(NodeError::new(format!(
-                    "entity {e:?}: head bone outside this frame's model poses"
-                ))),
-                None => Ok(()),
-            }
-        },
-    )
+/// The input of [`HeadTiltStage`]: the bone it tilts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HeadTilt {
+    /// The head bone.
+    pub head: usize,
 }
 
-/// The soak's animator: the staged pipeline with `head_tilt` between propagation and
-/// skinning. The crowd and every lone run build it the same way.
-pub fn soak_animator(store: &mut Store) -> Result<Animator, String> {
-    let config = PipelineConfig {
-        pose_chain: PoseChain::Staged,
-        ..Default::default()
-    };
-    Animator::with(store, config, |b, nodes| {
-        let tilt = b.add_node(head_tilt());
-        b.add_edge(nodes.propagate, tilt)
-            .add_edge(tilt, nodes.skinning);
-    })
-    .map_err(|e| format!("soak graph: {e}"))
+/// The soak's user stage, after the crowd's: tilts the head bone in model space, about its own
+/// X axis, by an angle that depends on the head's model-space height after foot placement, so
+/// that each entity's edit depends on its own pose and on the stages before it (an entity
+/// given another's pose, or a run without the IK stages, shows up in the comparison).
+#[derive(Clone, Copy, Debug)]
+pub struct HeadTiltStage;
+
+impl PoseStage for HeadTiltStage {
+    type Input = HeadTilt;
+
+    fn name(&self) -> &str {
+        "soak head tilt"
+    }
+
+    fn check(&self, rig: &Rig, input: &HeadTilt) -> Result<(), StageError> {
+        let bone_count = rig.bone_count();
+        if input.head < bone_count {
+            Ok(())
+        } else {
+            Err(StageError::BoneOutOfRange {
+                bone: input.head,
+                bone_count,
+            })
+        }
+    }
+
+    fn apply(&self, input: &HeadTilt, pose: &mut StagePose<'_>) {
+        if let Some(m) = pose.model.get_mut(input.head) {
+            let angle = 0.1 + 0.2 * (m.translation.y * 7.0).sin();
+            *m *= Affine3A::from_rotation_x(angle);
+        }
+    }
+}
+
+/// The soak's stages: the crowd's ([`ground::stages`]: feet on the waves, the look-at), then
+/// the user stage.
+pub fn soak_stages() -> PoseStages {
+    ground::stages().with(HeadTiltStage)
+}
+
+/// An animator as `crowd` builds it (the default, fused pipeline) with `stages`. The crowd and
+/// every lone run build it the same way.
+fn soak_animator(store: &mut Store, stages: &PoseStages) -> Result<Animator, String> {
+    Animator::with_stages(store, PipelineConfig::default(), stages, |_, _| {})
+        .map_err(|e| format!("soak graph: {e}"))
 }
 
 fn get<T: Component + Clone>(store: &Store, e: Entity) -> Result<T, String> {
@@ -226,34 +252,117 @@ fn get<T: Component + Clone>(store: &Store, e: Entity) -> Result<T, String> {
         .map_err(|err| format!("entity {e:?}: {err}"))
 }
 
-fn snapshot(store: &Store, e: Entity) -> Result<CrowdBundle, String> {
-    Ok((
-        get::<RigRef>(store, e)?,
-        get::<Animations>(store, e)?,
-        get::<LayerWeights>(store, e)?,
-        get::<FrameSlot>(store, e)?,
-        get::<SamplingCursors>(store, e)?,
-        get::<SkinRef>(store, e)?,
-        get::<EntityTransform>(store, e)?,
-        get::<RootMotion>(store, e)?,
-        get::<FiredEvents>(store, e)?,
-        get::<CurveValues>(store, e)?,
-    ))
+/// One entity's components before a frame: what a lone run needs to animate it as the crowd
+/// does.
+#[derive(Clone)]
+struct Snapshot {
+    bundle: CrowdBundle,
+    /// `None` for a character playing a plain animation list.
+    controller: Option<ControllerState>,
+    feet: FootPlacement,
+    look: LookAt,
+    tilt: HeadTilt,
+}
+
+impl Snapshot {
+    fn of(store: &Store, e: Entity) -> Result<Self, String> {
+        let controlled = store
+            .has::<ControllerState>(e)
+            .map_err(|err| format!("entity {e:?}: {err}"))?;
+        Ok(Self {
+            bundle: (
+                get::<RigRef>(store, e)?,
+                get::<Animations>(store, e)?,
+                get::<LayerWeights>(store, e)?,
+                get::<FrameSlot>(store, e)?,
+                get::<SamplingCursors>(store, e)?,
+                get::<SkinRef>(store, e)?,
+                get::<EntityTransform>(store, e)?,
+                get::<RootMotion>(store, e)?,
+                get::<FiredEvents>(store, e)?,
+                get::<CurveValues>(store, e)?,
+            ),
+            controller: controlled
+                .then(|| get::<ControllerState>(store, e))
+                .transpose()?,
+            feet: get::<FootPlacement>(store, e)?,
+            look: get::<LookAt>(store, e)?,
+            tilt: get::<HeadTilt>(store, e)?,
+        })
+    }
+
+    /// Spawns the entity into `store`.
+    fn spawn(self, store: &mut Store) -> Result<Entity, String> {
+        let e = store.spawn(self.bundle).map_err(|err| err.to_string())?;
+        let inserted = match self.controller {
+            Some(c) => store.insert(e, c),
+            None => Ok(()),
+        };
+        inserted
+            .and_then(|()| store.insert(e, self.feet))
+            .and_then(|()| store.insert(e, self.look))
+            .and_then(|()| store.insert(e, self.tilt))
+            .map_err(|err| err.to_string())?;
+        Ok(e)
+    }
+}
+
+/// The crowd controller's parameters, by kind.
+const FLOAT_PARAMETERS: [&str; 4] = ["speed", "pace", "phase", "breath_phase"];
+const TRIGGERS: [&str; 1] = ["wave"];
+
+/// A controller state as text: parameters, each layer's playing states (weights, normalised
+/// times), transition and the frame's events.
+fn controller_text(s: &ControllerState) -> Result<String, String> {
+    let e = |e: sinew_jobs::controller::ControllerError| e.to_string();
+    let mut out = String::new();
+    for p in FLOAT_PARAMETERS {
+        out += &format!("{p} {:?}, ", s.float(p).map_err(e)?);
+    }
+    for p in TRIGGERS {
+        out += &format!("{p} {}, ", s.bool(p).map_err(e)?);
+    }
+    for layer in 0..s.controller().layer_count() {
+        out += &format!(
+            "\n  layer {layer}: {:?}, transition {:?}",
+            s.playing(layer),
+            s.transition(layer)
+        );
+    }
+    out += &format!(
+        "\n  events {:?}, {} transitions started",
+        s.events(),
+        s.transitions_started()
+    );
+    Ok(out)
 }
 
 /// An entity's state after a frame that must not depend on the crowd around it, as text:
 /// `{:?}` prints each float's shortest round-trip form, so equal text is equal bits (NaN
 /// aside, which is itself a failure of the pipeline's invariants).
 fn state_after(store: &Store, e: Entity) -> Result<String, String> {
-    let times: Vec<(f32, f32)> = store
-        .get::<Animations>(e)
-        .map_err(|err| format!("entity {e:?}: {err}"))?
-        .as_slice()
-        .iter()
-        .map(|a| (a.time, a.previous_time))
-        .collect();
+    let mut animations = String::new();
+    for a in get::<Animations>(store, e)?.as_slice() {
+        animations += &format!(
+            "\n  {} time {:?} previous {:?} speed {:?} weight {:?} layer {}",
+            a.clip.name(),
+            a.time,
+            a.previous_time,
+            a.speed,
+            a.weight,
+            a.layer
+        );
+    }
+    let at = |err: sinew_runtime::store::StoreError| format!("entity {e:?}: {err}");
+    let controller = if store.has::<ControllerState>(e).map_err(at)? {
+        controller_text(store.get::<ControllerState>(e).map_err(at)?)?
+    } else {
+        "none".into()
+    };
     Ok(format!(
-        "times {times:?}\ntransform {:?}\nroot motion {:?}\ncurves {:?}\nevents {:?}\ncursors {:?}",
+        "animations{animations}\nlayer weights {:?}\ncontroller {controller}\ntransform {:?}\n\
+         root motion {:?}\ncurves {:?}\nevents {:?}\ncursors {:?}",
+        get::<LayerWeights>(store, e)?,
         get::<EntityTransform>(store, e)?,
         get::<RootMotion>(store, e)?,
         get::<CurveValues>(store, e)?.values(),
@@ -266,18 +375,19 @@ fn state_after(store: &Store, e: Entity) -> Result<String, String> {
 /// [`Animator::layout`] before the frame.
 struct Sample {
     entity: Entity,
-    before: CrowdBundle,
+    before: Snapshot,
     layout_range: Range<usize>,
 }
 
-/// Compares one sample after the crowd's frame with the same entity animated alone: the
-/// crowd's range of it (layout, [`FrameSlot`] and `PaletteOffsets` must agree) against the lone
-/// run's palette, bit for bit, and the state after the frame.
+/// Compares one sample after the crowd's frame with the same entity animated alone with
+/// `stages`: the crowd's range of it (layout, [`FrameSlot`] and `PaletteOffsets` must agree)
+/// against the lone run's palette, bit for bit, and the state after the frame.
 fn check_alone(
     s: &Sample,
     store: &Store,
     animator: &Animator,
     palette: &[PaletteEntry],
+    stages: &PoseStages,
     dt: f32,
     frame: usize,
 ) -> Result<(), String> {
@@ -298,13 +408,13 @@ fn check_alone(
         .ok_or_else(|| at(format!("range {range:?} outside the palette")))?;
     let crowd_state = state_after(store, e)?;
     for with_cursors in [true, false] {
-        let mut bundle = s.before.clone();
+        let mut before = s.before.clone();
         if !with_cursors {
-            bundle.4 = SamplingCursors::default();
+            before.bundle.4 = SamplingCursors::default();
         }
         let mut lone = Store::new();
-        let le = lone.spawn(bundle).map_err(|err| at(err.to_string()))?;
-        let mut animator = soak_animator(&mut lone)?;
+        let le = before.spawn(&mut lone).map_err(at)?;
+        let mut animator = soak_animator(&mut lone, stages)?;
         animator
             .run_frame(&mut lone, dt)
             .map_err(|err| at(format!("lone frame: {err}")))?;
@@ -411,6 +521,7 @@ pub fn run_soak(opts: &SoakOptions) -> Result<SoakReport, String> {
     for (name, v) in [
         ("churn", opts.churn),
         ("clip_changes", opts.clip_changes),
+        ("switch_share", opts.switch_share),
         ("mesh_swaps", opts.mesh_swaps),
     ] {
         if !(0.0..=1.0).contains(&v) {
@@ -427,21 +538,83 @@ pub fn run_soak(opts: &SoakOptions) -> Result<SoakReport, String> {
 /// The crowd's entities and what changes them.
 struct Crowd {
     model: Model,
+    controller: Arc<Controller>,
+    /// The crowd's IK inputs (foot placement, look-at at the camera).
+    procedural: Procedural,
+    tilt: HeadTilt,
     /// The second mesh: a simplified level of the first, same bones.
     lod_mesh: Arc<SkinnedMesh>,
     grid: usize,
     entities: Vec<Entity>,
+    /// Which character each entity is (for its grid place, parameters and wave phase).
+    ids: Vec<u64>,
     next_id: u64,
 }
 
 impl Crowd {
+    fn new(model: Model, lod_mesh: Arc<SkinnedMesh>, count: usize) -> Result<Self, String> {
+        let controller = crowd::model_controller(&model)?.ok_or(
+            "the soak's model has no crowd controller (only the built-in character has one)",
+        )?;
+        let grid = (count as f64).sqrt().ceil() as usize;
+        let eye = ground::camera_eye(grid, crowd::SPACING);
+        let procedural = Procedural::for_rig(&model.rig, eye)
+            .ok_or("the built-in rig lacks the bones of foot placement and look-at")?;
+        let head = model
+            .rig
+            .find_by_name("head")
+            .ok_or("the built-in rig has no head bone")?
+            .get();
+        Ok(Self {
+            model,
+            controller,
+            procedural,
+            tilt: HeadTilt { head },
+            lod_mesh,
+            grid,
+            entities: Vec::with_capacity(count),
+            ids: Vec::with_capacity(count),
+            next_id: count as u64,
+        })
+    }
+
+    /// Spawns character `id` as `crowd` does (driven by the controller, or playing
+    /// [`crowd::animations_for`]'s plain list), with the crowd's IK inputs and the user
+    /// stage's.
+    fn spawn(&self, store: &mut Store, id: u64, controlled: bool) -> Result<Entity, String> {
+        let controller = controlled.then_some(&self.controller);
+        let e = crowd::spawn_character(store, &self.model, controller, id, self.grid)?;
+        self.procedural.equip(store, e)?;
+        store
+            .insert(e, self.tilt)
+            .map_err(|err| format!("head tilt: {err}"))?;
+        Ok(e)
+    }
+
+    /// Despawns the entity in `slot` and spawns character `id` there.
+    fn respawn(
+        &mut self,
+        store: &mut Store,
+        slot: usize,
+        id: u64,
+        controlled: bool,
+    ) -> Result<Entity, String> {
+        store
+            .despawn(self.entities[slot])
+            .map_err(|e| format!("despawn: {e}"))?;
+        let e = self.spawn(store, id, controlled)?;
+        self.entities[slot] = e;
+        self.ids[slot] = id;
+        Ok(e)
+    }
+
     fn pick(&self, frame: usize, k: usize, salt: u64) -> usize {
         (hash01(frame as u64, k as u64 ^ (salt << 40)) * self.entities.len() as f32) as usize
             % self.entities.len()
     }
 
-    /// A new animation list: another character's blend (a new speed, phase, maybe the wave),
-    /// or idle (Hermite keys, the per-bone sampling path) with breathing.
+    /// A new plain animation list: another character's blend (a new speed, phase, maybe the
+    /// wave), or idle (Hermite keys, the per-bone sampling path) with breathing.
     fn new_animations(&self, id: u64) -> Vec<AnimationToProcess> {
         match &self.model.kind {
             ModelKind::Builtin { idle, breathe, .. } if id.is_multiple_of(3) => vec![
@@ -455,6 +628,56 @@ impl Crowd {
     }
 }
 
+/// What a clip change did.
+enum Change {
+    Parameters,
+    List,
+    Switch,
+}
+
+/// Changes the animation of the entity in `slot` as a game would, by draw `draw`: switches it
+/// between the controller and a plain list (respawned as the same character with the other
+/// bundle), or gives a controller-driven character a new speed (from standing to past the run:
+/// another blend of idle, walk and run), with the wave trigger one time in three, or a plain
+/// one a new list.
+fn change_clip(
+    crowd: &mut Crowd,
+    store: &mut Store,
+    slot: usize,
+    draw: u64,
+    switch_share: f32,
+) -> Result<(Entity, Change), String> {
+    let e = crowd.entities[slot];
+    let controlled = store
+        .has::<ControllerState>(e)
+        .map_err(|err| format!("clip change: {err}"))?;
+    if hash01(draw, 10) < switch_share {
+        let id = crowd.ids[slot];
+        let e = crowd.respawn(store, slot, id, !controlled)?;
+        return Ok((e, Change::Switch));
+    }
+    if !controlled {
+        let list = crowd.new_animations(draw);
+        store
+            .get_mut::<Animations>(e)
+            .map_err(|err| format!("clip change: {err}"))?
+            .set(list);
+        return Ok((e, Change::List));
+    }
+    let s = store
+        .get_mut::<ControllerState>(e)
+        .map_err(|err| format!("parameter change: {err}"))?;
+    let err = |err: sinew_jobs::controller::ControllerError| format!("parameter change: {err}");
+    let speed = 1.2 * RUN_SPEED * hash01(draw, 9);
+    s.set_float("speed", speed.min(RUN_SPEED)).map_err(err)?;
+    s.set_float("pace", (speed / RUN_SPEED).max(1.0))
+        .map_err(err)?;
+    if draw.is_multiple_of(3) {
+        s.set_trigger("wave").map_err(err)?;
+    }
+    Ok((e, Change::Parameters))
+}
+
 fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
     let registry = AssetRegistry::new();
     let model = crowd::load_model(&crowd::CrowdOptions::default(), &registry)?;
@@ -465,20 +688,16 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
     {
         return Err("mesh LOD: the second mesh must be smaller with the same bones".into());
     }
-    let grid = (opts.count as f64).sqrt().ceil() as usize;
+    let mut crowd = Crowd::new(model, lod_mesh, opts.count)?;
     let mut store = Store::new();
-    let entities = store
-        .spawn_batch((0..opts.count as u64).map(|i| crowd::character(&model, i, grid, None)))
-        .map_err(|e| format!("spawn: {e}"))?;
-    let mut crowd = Crowd {
-        model,
-        lod_mesh,
-        grid,
-        entities,
-        next_id: opts.count as u64,
-    };
-    let mut animator = soak_animator(&mut store)?;
-    check_stage_reaches_palettes(&crowd, opts.dt)?;
+    for id in 0..opts.count as u64 {
+        let e = crowd.spawn(&mut store, id, true)?;
+        crowd.entities.push(e);
+        crowd.ids.push(id);
+    }
+    let stages = soak_stages();
+    let mut animator = soak_animator(&mut store, &stages)?;
+    check_stages_reach_palettes(&crowd, opts.dt)?;
 
     let per_second = |share: f32| ((opts.count as f32) * share).round() as usize;
     let fps = (1.0 / opts.dt).round().max(3.0) as usize;
@@ -512,33 +731,27 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
         if frame > 0 && frame % fps == 0 {
             for k in 0..per_second(opts.churn) {
                 let slot = crowd.pick(frame, k, 1);
-                store
-                    .despawn(crowd.entities[slot])
-                    .map_err(|e| format!("churn despawn: {e}"))?;
-                let e = store
-                    .spawn(crowd::character(
-                        &crowd.model,
-                        crowd.next_id,
-                        crowd.grid,
-                        None,
-                    ))
-                    .map_err(|e| format!("churn spawn: {e}"))?;
-                crowd.entities[slot] = e;
+                let id = crowd.next_id;
                 crowd.next_id += 1;
+                let e = crowd
+                    .respawn(&mut store, slot, id, true)
+                    .map_err(|e| format!("churn {e}"))?;
                 report.churned += 1;
                 touched.push(e);
             }
         }
         if frame % fps == fps / 3 {
             for k in 0..per_second(opts.clip_changes) {
-                let e = crowd.entities[crowd.pick(frame, k, 2)];
-                let list = crowd.new_animations(crowd.next_id);
+                let slot = crowd.pick(frame, k, 2);
+                let draw = crowd.next_id;
                 crowd.next_id += 1;
-                store
-                    .get_mut::<Animations>(e)
-                    .map_err(|err| format!("clip change: {err}"))?
-                    .set(list);
-                report.clip_changes += 1;
+                let (e, change) =
+                    change_clip(&mut crowd, &mut store, slot, draw, opts.switch_share)?;
+                match change {
+                    Change::Parameters => report.parameter_changes += 1,
+                    Change::List => report.lists_replaced += 1,
+                    Change::Switch => report.switches += 1,
+                }
                 touched.push(e);
             }
         }
@@ -555,6 +768,19 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
                 };
                 report.mesh_swaps += 1;
                 touched.push(e);
+            }
+        }
+        // The crowd's own waves: every fourth controller-driven character, once in a while.
+        for (&e, &id) in crowd.entities.iter().zip(&crowd.ids) {
+            let wave = |err: &dyn std::fmt::Display| format!("wave: {err}");
+            if crowd::waves_at(id, frame as u64)
+                && store.has::<ControllerState>(e).map_err(|e| wave(&e))?
+            {
+                store
+                    .get_mut::<ControllerState>(e)
+                    .map_err(|e| wave(&e))?
+                    .set_trigger("wave")
+                    .map_err(|e| wave(&e))?;
             }
         }
         let dt = opts.dt * (0.75 + 0.5 * hash01(frame as u64, 0x50a4));
@@ -607,7 +833,7 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
                     .ok_or_else(|| format!("frame {frame}: entity {e:?} has no palette range"))?;
                 samples.push(Sample {
                     entity: e,
-                    before: snapshot(&store, e)?,
+                    before: Snapshot::of(&store, e)?,
                     layout_range,
                 });
             }
@@ -624,23 +850,39 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
         }
         if check {
             for s in &samples {
-                check_alone(s, &store, &animator, &palette, dt, frame)?;
+                check_alone(s, &store, &animator, &palette, &stages, dt, frame)?;
             }
             report.checks += 1;
             report.entities_checked += samples.len();
+            report.controlled_checked += samples
+                .iter()
+                .filter(|s| s.before.controller.is_some())
+                .count();
         }
         if let Some(every) = opts.progress
             && last_progress.elapsed() >= every
         {
             last_progress = Instant::now();
+            let live = match opts.heap_probe {
+                Some(probe) => format!(" ({:.2} MiB live heap)", probe() as f64 / 1048576.0),
+                None => String::new(),
+            };
             eprintln!(
-                "soak: {:>6.1} s, frame {frame}, {} checks, {:.1} MiB resident, median frame {:.2} ms, load {}",
+                "soak: {:>6.1} s, frame {frame}, {} checks, {:.2} MiB resident{live}, median frame {:.2} ms, load {}",
                 start.elapsed().as_secs_f64(),
                 report.checks,
                 resident_bytes().unwrap_or(0) as f64 / 1048576.0,
                 hist.quantile(0.5).as_secs_f64() * 1e3,
                 loadavg()
             );
+        }
+    }
+    for &e in &crowd.entities {
+        if store
+            .has::<ControllerState>(e)
+            .map_err(|err| format!("entity {e:?}: {err}"))?
+        {
+            report.controlled_last += 1;
         }
     }
     report.wall = start.elapsed();
@@ -652,8 +894,17 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
     if let Some(g) = report.memory_growth()
         && g > opts.max_memory_growth
     {
+        let live = match report.live_heap_growth() {
+            Some(l) => format!(
+                "; the live heap grew by {:.3} % ({} -> {} bytes)",
+                l * 100.0,
+                report.live_heap_baseline.unwrap_or(0),
+                report.live_heap_max_after.unwrap_or(0)
+            ),
+            None => String::new(),
+        };
         return Err(format!(
-            "resident memory grew by {:.2} % after the warm-up ({} -> {} bytes), over the {:.2} % allowed",
+            "resident memory grew by {:.2} % after the warm-up ({} -> {} bytes), over the {:.2} % allowed{live}",
             g * 100.0,
             report.rss_baseline.unwrap_or(0),
             report.rss_max_after.unwrap_or(0),
@@ -674,30 +925,25 @@ fn soak_in_pool(opts: &SoakOptions) -> Result<SoakReport, String> {
     Ok(report)
 }
 
-/// The user stage must reach the palettes (else the soak would test a no-op): one character,
-/// with and without the stage, must differ in a palette entry.
-fn check_stage_reaches_palettes(crowd: &Crowd, dt: f32) -> Result<(), String> {
-    let run = |stage: bool| -> Result<Vec<PaletteEntry>, String> {
+/// Each stage must reach the palettes (else the soak would test a no-op): one
+/// controller-driven character run with the soak's stages must differ in a palette entry from
+/// the same character run without the user stage, and without the crowd's IK stages.
+fn check_stages_reach_palettes(crowd: &Crowd, dt: f32) -> Result<(), String> {
+    let run = |stages: &PoseStages| -> Result<Vec<PaletteEntry>, String> {
         let mut store = Store::new();
-        store
-            .spawn(crowd::character(&crowd.model, 0, crowd.grid, None))
-            .map_err(|e| e.to_string())?;
-        let mut animator = if stage {
-            soak_animator(&mut store)?
-        } else {
-            let config = PipelineConfig {
-                pose_chain: PoseChain::Staged,
-                ..Default::default()
-            };
-            Animator::with(&mut store, config, |_, _| {}).map_err(|e| e.to_string())?
-        };
+        crowd.spawn(&mut store, 0, true)?;
+        let mut animator = soak_animator(&mut store, stages)?;
         animator
             .run_frame(&mut store, dt)
             .map_err(|e| e.to_string())?;
         Ok(animator.palettes(&store).to_vec())
     };
-    if run(true)? == run(false)? {
+    let all = run(&soak_stages())?;
+    if all == run(&ground::stages())? {
         return Err("the head-tilt stage changes no palette entry".into());
+    }
+    if all == run(&PoseStages::new().with(HeadTiltStage))? {
+        return Err("foot placement and look-at change no palette entry".into());
     }
     Ok(())
 }
@@ -715,12 +961,21 @@ pub fn format_report(r: &SoakReport, opts: &SoakOptions) -> String {
         r.wall.as_secs_f64()
     );
     out += &format!(
-        "  changes         {} churned, {} animation lists replaced, {} meshes swapped\n",
-        r.churned, r.clip_changes, r.mesh_swaps
+        "  changes         {} churned, {} clip changes ({} parameter changes, {} plain lists replaced, {} switches between controller and plain list), {} meshes swapped\n",
+        r.churned,
+        r.clip_changes(),
+        r.parameter_changes,
+        r.lists_replaced,
+        r.switches,
+        r.mesh_swaps
     );
     out += &format!(
-        "  checks          {} checks, {} entities equal to their lone runs bit for bit (x2: with and without cursors)\n",
-        r.checks, r.entities_checked
+        "  crowd           {} of {} characters controller-driven at the end, all with foot placement, look-at and the head-tilt stage\n",
+        r.controlled_last, r.count
+    );
+    out += &format!(
+        "  checks          {} checks, {} entities ({} controller-driven) equal to their lone runs bit for bit (x2: with and without cursors)\n",
+        r.checks, r.entities_checked, r.controlled_checked
     );
     out += &format!(
         "  frame time      median {:.3} ms, p99 {:.3} ms, max {:.3} ms\n",
@@ -791,42 +1046,137 @@ mod tests {
         assert_eq!(h.buckets.len() * 4, 7_960);
     }
 
-    /// The comparison can fail: one flipped bit in the crowd's palette of a sampled entity is
-    /// reported, naming the entry.
-    #[test]
-    fn a_flipped_palette_bit_is_reported() {
+    /// A crowd of `n` controller-driven characters and its animator with the soak's stages,
+    /// after `frames` frames; `plain` of them (the first) are switched to plain lists.
+    fn small_crowd(n: u64, plain: usize, frames: usize) -> (Crowd, Store, Animator) {
         let registry = AssetRegistry::new();
         let model = crowd::load_model(&crowd::CrowdOptions::default(), &registry).unwrap();
+        let mesh = model.mesh.clone();
+        let mut crowd = Crowd::new(model, mesh, n as usize).unwrap();
         let mut store = Store::new();
-        let entities: Vec<Entity> = (0..3)
-            .map(|i| store.spawn(crowd::character(&model, i, 2, None)).unwrap())
-            .collect();
-        let mut animator = soak_animator(&mut store).unwrap();
-        let len = animator.layout(&mut store).unwrap().palette_len();
-        let layout_range = animator
-            .layout(&mut store)
-            .unwrap()
-            .palette_range(entities[1])
-            .unwrap();
+        for id in 0..n {
+            let e = crowd.spawn(&mut store, id, true).unwrap();
+            crowd.entities.push(e);
+            crowd.ids.push(id);
+        }
+        for slot in 0..plain {
+            crowd.respawn(&mut store, slot, slot as u64, false).unwrap();
+        }
+        let mut animator = soak_animator(&mut store, &soak_stages()).unwrap();
+        for _ in 0..frames {
+            animator.run_frame(&mut store, 0.02).unwrap();
+        }
+        (crowd, store, animator)
+    }
+
+    /// One more frame of the crowd into a palette slice, with `entity` sampled before it.
+    fn frame_with_sample(
+        store: &mut Store,
+        animator: &mut Animator,
+        entity: Entity,
+    ) -> (Sample, Vec<PaletteEntry>) {
+        let layout = animator.layout(store).unwrap();
+        let (layout_range, len) = (layout.palette_range(entity).unwrap(), layout.palette_len());
         let sample = Sample {
-            entity: entities[1],
-            before: snapshot(&store, entities[1]).unwrap(),
-            layout_range: layout_range.clone(),
+            entity,
+            before: Snapshot::of(store, entity).unwrap(),
+            layout_range,
         };
         let mut palette = vec![[0.0f32; 12]; len];
-        animator
-            .run_frame_into(&mut store, 0.02, &mut palette)
-            .unwrap();
-        check_alone(&sample, &store, &animator, &palette, 0.02, 0).unwrap();
-        let k = layout_range.start + 3;
+        animator.run_frame_into(store, 0.02, &mut palette).unwrap();
+        (sample, palette)
+    }
+
+    /// The comparison can fail: one flipped bit in the crowd's palette of a sampled
+    /// controller-driven entity is reported, naming the entry, and so is one in its state.
+    #[test]
+    fn a_flipped_palette_bit_is_reported() {
+        let (crowd, mut store, mut animator) = small_crowd(3, 0, 30);
+        let e = crowd.entities[1];
+        let (sample, mut palette) = frame_with_sample(&mut store, &mut animator, e);
+        assert!(sample.before.controller.is_some());
+        let stages = soak_stages();
+        check_alone(&sample, &store, &animator, &palette, &stages, 0.02, 0).unwrap();
+        let k = sample.layout_range.start + 3;
         palette[k][5] = f32::from_bits(palette[k][5].to_bits() ^ 1);
-        let err = check_alone(&sample, &store, &animator, &palette, 0.02, 0).unwrap_err();
+        let err = check_alone(&sample, &store, &animator, &palette, &stages, 0.02, 0).unwrap_err();
         assert!(err.contains("palette entry 3 differs"), "{err}");
         // And the state: a root-motion result off by one bit.
         palette[k][5] = f32::from_bits(palette[k][5].to_bits() ^ 1);
-        let t = store.get_mut::<EntityTransform>(entities[1]).unwrap();
+        let t = store.get_mut::<EntityTransform>(e).unwrap();
         t.0.translation.x = f32::from_bits(t.0.translation.x.to_bits() ^ 1);
-        let err = check_alone(&sample, &store, &animator, &palette, 0.02, 0).unwrap_err();
+        let err = check_alone(&sample, &store, &animator, &palette, &stages, 0.02, 0).unwrap_err();
         assert!(err.contains("state after the frame differs"), "{err}");
+    }
+
+    /// The lone run needs the crowd's stages: animated alone without foot placement and the
+    /// look-at, a controller-driven and a plain entity both differ from the crowd's.
+    #[test]
+    fn a_lone_run_without_the_ik_stages_differs() {
+        let (crowd, mut store, mut animator) = small_crowd(4, 1, 10);
+        for slot in [0, 2] {
+            let e = crowd.entities[slot];
+            let (sample, palette) = frame_with_sample(&mut store, &mut animator, e);
+            assert_eq!(sample.before.controller.is_some(), slot != 0);
+            check_alone(
+                &sample,
+                &store,
+                &animator,
+                &palette,
+                &soak_stages(),
+                0.02,
+                0,
+            )
+            .unwrap();
+            let without_ik = PoseStages::new().with(HeadTiltStage);
+            let err = check_alone(&sample, &store, &animator, &palette, &without_ik, 0.02, 0)
+                .unwrap_err();
+            assert!(
+                err.contains("palette entry") && err.contains("differs"),
+                "{err}"
+            );
+        }
+    }
+
+    /// The lone run needs the controller state as the crowd had it: a snapshot given another
+    /// character's state (another speed) differs.
+    #[test]
+    fn a_lone_run_with_another_controller_state_differs() {
+        let (crowd, mut store, mut animator) = small_crowd(3, 0, 10);
+        let (mut sample, palette) = frame_with_sample(&mut store, &mut animator, crowd.entities[1]);
+        let stages = soak_stages();
+        check_alone(&sample, &store, &animator, &palette, &stages, 0.02, 0).unwrap();
+        let other = store.get::<ControllerState>(crowd.entities[2]).unwrap();
+        assert_ne!(
+            other.float("speed").unwrap(),
+            sample
+                .before
+                .controller
+                .as_ref()
+                .unwrap()
+                .float("speed")
+                .unwrap()
+        );
+        sample.before.controller = Some(other.clone());
+        let err = check_alone(&sample, &store, &animator, &palette, &stages, 0.02, 0).unwrap_err();
+        assert!(err.contains("differs"), "{err}");
+    }
+
+    /// A head bone outside the rig fails the frame, naming the stage and the bone.
+    #[test]
+    fn the_head_tilt_stage_refuses_a_bone_outside_the_rig() {
+        let (crowd, mut store, mut animator) = small_crowd(2, 0, 0);
+        let bones = crowd.model.rig.bone_count();
+        store
+            .insert(crowd.entities[1], HeadTilt { head: bones })
+            .unwrap();
+        let err = animator
+            .run_frame(&mut store, 0.02)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("soak head tilt") && err.contains(&format!("bone {bones} out of range")),
+            "{err}"
+        );
     }
 }

@@ -3,9 +3,10 @@
 //! it must stop growing. Resident memory (the soak's own check) also moves with the system
 //! allocator's free lists and page reuse; this counts what the program holds.
 //!
-//! 200 built-in characters, the soak's user stage, 900 frames at 60 Hz with every kind of
-//! change at ten times the soak's default rate (the whole crowd churned, relisted and re-meshed
-//! every simulated second), and checks against lone runs every 60 frames: each check falls on
+//! 200 characters of the default crowd (controller-driven, foot placement and look-at) with the
+//! soak's user stage, 900 frames at 60 Hz with every kind of change at ten times the soak's
+//! default rate (the whole crowd churned, its animation changed and re-meshed every simulated
+//! second), and checks against lone runs every 60 frames: each check falls on
 //! the same phase of the one-second cycle of changes, so the live bytes it reads are
 //! comparable.
 #![allow(clippy::unwrap_used, clippy::panic)]
@@ -62,10 +63,10 @@ fn live_heap_stops_growing_under_churn() {
         opts.frames.unwrap_or(0) / 2,
         report.live_heap
     );
-    // The probe counts for real: the crowd (frame buffers, store chunks, 200 characters' state)
-    // holds more than 1 MiB after its first frame.
+    // The probe counts for real: the crowd (assets, store chunks, 200 characters' state) holds
+    // more than 1 MiB before its first frame, and the first frame's buffers and caches add to it.
     assert!(
-        report.live_heap[1].1 > report.live_heap[0].1 + (1 << 20),
+        report.live_heap[0].1 > 1 << 20 && report.live_heap[1].1 > report.live_heap[0].1,
         "{:?}",
         report.live_heap
     );
