@@ -42,6 +42,7 @@ pub use two_bone::{TwoBoneIk, TwoBoneIkJob, TwoBoneIkStage, TwoBoneResult};
 use crate::asset::{Rig, Transform};
 use crate::pose_stage::StageError;
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
+use std::ops::Range;
 
 /// Where a component's target is given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -77,6 +78,58 @@ pub(crate) fn subtree_end(parents: &[u32], bone: usize) -> usize {
     i
 }
 
+/// A rigid motion of model space, `x ↦ to + R·(x − pivot)`: a turn about `pivot`, then a
+/// move that takes `pivot` to `to`. Kept in this form (not as an affine map) so that a joint at
+/// the pivot lands on `to` exactly.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Motion {
+    r: Mat3A,
+    pivot: Vec3A,
+    to: Vec3A,
+}
+
+impl Motion {
+    /// The turn by `q` about `pivot`.
+    #[inline]
+    pub(crate) fn turn(q: Quat, pivot: Vec3A) -> Self {
+        Self {
+            r: Mat3A::from_quat(q),
+            pivot,
+            to: pivot,
+        }
+    }
+
+    /// This motion, then `outer`.
+    #[inline]
+    pub(crate) fn then(&self, outer: &Motion) -> Self {
+        Self {
+            r: outer.r * self.r,
+            pivot: self.pivot,
+            to: outer.point(self.to),
+        }
+    }
+
+    #[inline]
+    fn point(&self, x: Vec3A) -> Vec3A {
+        self.to + self.r * (x - self.pivot)
+    }
+
+    /// Moves the bones `range` (`model' = motion · model`).
+    #[inline]
+    pub(crate) fn move_bones(&self, model: &mut [Affine3A], range: Range<usize>) {
+        for m in model.get_mut(range).into_iter().flatten() {
+            m.matrix3 = self.r * m.matrix3;
+            m.translation = self.point(m.translation);
+        }
+    }
+
+    /// Moves `bone` and its descendants.
+    #[inline]
+    pub(crate) fn move_subtree(&self, parents: &[u32], model: &mut [Affine3A], bone: usize) {
+        self.move_bones(model, bone..subtree_end(parents, bone));
+    }
+}
+
 /// Turns `bone` and its descendants rigidly by `q` (model space) about `pivot`.
 #[inline]
 pub(crate) fn rotate_subtree(
@@ -86,12 +139,7 @@ pub(crate) fn rotate_subtree(
     pivot: Vec3A,
     q: Quat,
 ) {
-    let end = subtree_end(parents, bone).min(model.len());
-    let r = Mat3A::from_quat(q);
-    for m in model.get_mut(bone..end).into_iter().flatten() {
-        m.matrix3 = r * m.matrix3;
-        m.translation = pivot + r * (m.translation - pivot);
-    }
+    Motion::turn(q, pivot).move_subtree(parents, model, bone);
 }
 
 /// Moves `bone` and its descendants by `delta` (model space).
@@ -127,33 +175,78 @@ pub(crate) fn local_correction(frame: Quat, q: Quat) -> Quat {
     (frame.inverse() * q * frame).normalize()
 }
 
-/// The shortest rotation taking direction `from` to `to` (both non-zero).
+/// The shortest rotation taking direction `from` to `to` (both non-zero), without normalising
+/// either: `(from × to, |from|·|to| + from · to)`, normalised.
 #[inline]
 pub(crate) fn arc(from: Vec3A, to: Vec3A) -> Quat {
-    Quat::from_rotation_arc(from.normalize().into(), to.normalize().into())
-}
-
-/// The rotation by `w` of the way from the identity to `q` (`w` in `[0, 1]`).
-#[inline]
-pub(crate) fn weighted(q: Quat, w: f32) -> Quat {
-    if w >= 1.0 {
-        q
+    let n = (from.length_squared() * to.length_squared()).sqrt();
+    let dot = from.dot(to);
+    const ONE_MINUS_EPS: f32 = 1.0 - 2.0 * f32::EPSILON;
+    if dot > ONE_MINUS_EPS * n {
+        Quat::IDENTITY
+    } else if dot < -ONE_MINUS_EPS * n {
+        // Half a turn, about any normal of `from`.
+        let axis = Vec3::from(from).any_orthonormal_vector();
+        Quat::from_xyzw(axis.x, axis.y, axis.z, 0.0)
     } else {
-        Quat::IDENTITY.slerp(q, w).normalize()
+        let c = from.cross(to);
+        Quat::from_xyzw(c.x, c.y, c.z, n + dot).normalize()
     }
 }
 
-/// The signed angle about `axis` (unit) that turns `from` onto `to`, both projected onto the
-/// plane normal to `axis`; `None` where a projection vanishes.
+/// The rotation by angle `φ` about `axis` (unit), given `(cos φ, sin φ)` times any positive
+/// factor. Without trigonometry: the half angle's cosine comes from `cos φ` where `φ` is small
+/// and from `sin φ / (2 sin(φ/2))` where it is near a half turn, so that both ends keep full
+/// precision.
 #[inline]
-pub(crate) fn angle_about(axis: Vec3A, from: Vec3A, to: Vec3A) -> Option<f32> {
+pub(crate) fn rotation_from_cos_sin(axis: Vec3A, cos: f32, sin: f32) -> Quat {
+    let n = (cos * cos + sin * sin).sqrt();
+    if n <= f32::MIN_POSITIVE {
+        return Quat::IDENTITY;
+    }
+    let (c, s) = (cos / n, sin / n);
+    let (half_cos, half_sin) = if c >= 0.0 {
+        let h = (0.5 * (1.0 + c)).sqrt();
+        (h, s / (2.0 * h))
+    } else {
+        let h = (0.5 * (1.0 - c)).sqrt().copysign(s);
+        (s / (2.0 * h), h)
+    };
+    let v = axis * half_sin;
+    Quat::from_xyzw(v.x, v.y, v.z, half_cos).normalize()
+}
+
+/// The rotation about `axis` (unit) that turns `from` onto `to`, both projected onto the plane
+/// normal to `axis`; `None` where a projection vanishes. The same turn as
+/// `from_axis_angle(axis, angle_about(axis, from, to))`, without trigonometry.
+#[inline]
+pub(crate) fn turn_about(axis: Vec3A, from: Vec3A, to: Vec3A) -> Option<Quat> {
     let a = from - axis * from.dot(axis);
     let b = to - axis * to.dot(axis);
     let tiny = 1e-12 * (from.length_squared() + to.length_squared()).max(f32::MIN_POSITIVE);
     if a.length_squared() <= tiny || b.length_squared() <= tiny {
         return None;
     }
-    Some(a.cross(b).dot(axis).atan2(a.dot(b)))
+    Some(rotation_from_cos_sin(axis, a.dot(b), a.cross(b).dot(axis)))
+}
+
+/// The rotation by `w` of the way from the identity to `q` (`w` in `[0, 1]`): the slerp from
+/// the identity, the short way, with one `atan2` and one `sin_cos`.
+#[inline]
+pub(crate) fn weighted(q: Quat, w: f32) -> Quat {
+    if w >= 1.0 {
+        return q;
+    }
+    let q = if q.w < 0.0 { -q } else { q };
+    let v = Vec3A::new(q.x, q.y, q.z);
+    let s = v.length();
+    if s <= 1e-6 {
+        // Within a few microradians of the identity: the chord is the arc.
+        return Quat::IDENTITY.lerp(q, w).normalize();
+    }
+    let (sin, cos) = (w * s.atan2(q.w)).sin_cos();
+    let v = v * (sin / s);
+    Quat::from_xyzw(v.x, v.y, v.z, cos)
 }
 
 pub(crate) fn check_finite(what: &'static str, v: Vec3) -> Result<(), StageError> {
@@ -336,5 +429,27 @@ mod tests {
             &[0, 1, 2],
         )
         .unwrap();
+    }
+}
+#[cfg(test)]
+mod scratch {
+    use super::*;
+    #[test]
+    fn cos_sin() {
+        for i in -40..=40 {
+            let phi = i as f32 * 0.0785;
+            let axis = Vec3A::new(0.3, -0.5, 0.8).normalize();
+            let q = rotation_from_cos_sin(axis, 2.0 * phi.cos(), 2.0 * phi.sin());
+            let w = Quat::from_axis_angle(axis.into(), phi);
+            assert!(q.dot(w).abs() > 1.0 - 1e-6, "{phi} {q} {w}");
+            let a = Vec3A::new(1.0, 0.2, -0.3);
+            let b = Quat::from_axis_angle(axis.into(), phi) * a;
+            let t = turn_about(axis, a, b).unwrap();
+            assert!(t.dot(w).abs() > 1.0 - 1e-6, "turn {phi} {t} {w}");
+            let f = Vec3A::new(0.2, 1.0, 0.4);
+            let g = arc(f, Vec3A::new(-0.5, 0.3, 2.0));
+            let want = Quat::from_rotation_arc(f.normalize().into(), Vec3::new(-0.5, 0.3, 2.0).normalize());
+            assert!(g.dot(want).abs() > 1.0 - 1e-6);
+        }
     }
 }
