@@ -11,7 +11,7 @@
 //! in model space.
 
 use super::{
-    Motion, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
+    Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
     check_hierarchy, check_unit_range, local_correction, rotation_of, to_model, turn_about,
     weighted,
 };
@@ -97,7 +97,7 @@ impl AimIkJob<'_> {
         let Some(frame) = self.model.get(self.joint).map(rotation_of) else {
             return AimResult::NONE;
         };
-        match solve(self.parents, self.model, self.joint, self.joint, &params, 1.0) {
+        match solve(Subtrees::Parents(self.parents), self.model, self.joint, self.joint, &params, 1.0) {
             Some(turn) => AimResult {
                 correction: local_correction(frame, turn),
                 reached: true,
@@ -133,7 +133,7 @@ pub(crate) fn check_params(p: &AimParams) -> Result<(), StageError> {
 /// The solve is in model space: the joint's local frame differs from it by a rotation and a
 /// uniform scale, which change neither the aiming line's geometry nor the turn.
 pub(crate) fn solve(
-    parents: &[u32],
+    tree: Subtrees<'_>,
     model: &mut [Affine3A],
     joint: usize,
     tip: usize,
@@ -154,7 +154,7 @@ pub(crate) fn solve(
         up: mt.matrix3 * Vec3A::from(p.up),
     };
     let c = weighted(correction(&line, Vec3A::from(p.target) - pivot, p.pole_vector)?, weight);
-    Motion::turn(c, pivot).move_subtree(parents, model, joint);
+    Motion::turn(c, pivot).move_subtree(tree, model, joint);
     Some(c)
 }
 
@@ -195,7 +195,7 @@ fn correction(line: &AimLine, t: Vec3A, pole: Option<Vec3>) -> Option<Quat> {
 /// that would aim the tip from it, the tip the rest. The tip's axes and offset are given in its
 /// own frame; each joint solves with the tip's aiming line as it stands then.
 pub(crate) fn solve_chain(
-    parents: &[u32],
+    tree: Subtrees<'_>,
     model: &mut [Affine3A],
     chain: &[usize],
     share: f32,
@@ -203,9 +203,9 @@ pub(crate) fn solve_chain(
 ) -> Option<Quat> {
     let (&tip, spine) = chain.split_last()?;
     for &joint in spine {
-        solve(parents, model, joint, tip, p, share);
+        solve(tree, model, joint, tip, p, share);
     }
-    solve(parents, model, tip, tip, p, 1.0)
+    solve(tree, model, tip, tip, p, 1.0)
 }
 
 /// A cone around `axis` (model space) that the look direction is kept in.
@@ -321,7 +321,7 @@ impl PoseStage for LookAtStage {
         }
         let params = input.params(target);
         solve_chain(
-            pose.rig.parent_indices(),
+            Subtrees::Baked(pose.rig.subtree_ends()),
             pose.model,
             &input.chain,
             input.share,

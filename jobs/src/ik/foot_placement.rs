@@ -12,7 +12,7 @@
 
 use super::two_bone::{TwoBoneParams, check_params as check_two_bone, solve as solve_two_bone};
 use super::{
-    Motion, arc, check_bone, check_direction, check_hierarchy, check_rest_length,
+    Motion, Subtrees, arc, check_bone, check_direction, check_hierarchy, check_rest_length,
     check_unit_range, translate_subtree, weighted,
 };
 use crate::asset::{Rig, Transform};
@@ -137,7 +137,7 @@ impl FootPlacementJob<'_> {
     /// Places the feet (nothing at weight 0).
     pub fn run(&mut self) -> FootPlacementResult {
         solve(
-            self.parents,
+            Subtrees::Parents(self.parents),
             self.model,
             &self.transform,
             self.placement,
@@ -178,6 +178,9 @@ fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError>
     check_bone(p.pelvis, parents.len())?;
     for leg in &p.legs {
         super::check_descends(parents, leg.hip, p.pelvis)?;
+        if let Some(axis) = leg.knee_axis {
+            check_direction("knee axis", axis)?;
+        }
         check_two_bone(parents, &leg_params(leg, Vec3::ZERO, p.weight))?;
         if !(leg.ankle_height.is_finite() && leg.ankle_height >= 0.0) {
             return Err(StageError::OutOfRange {
@@ -185,9 +188,6 @@ fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError>
                 value: leg.ankle_height,
                 range: "[0, ∞)",
             });
-        }
-        if let Some(axis) = leg.knee_axis {
-            check_direction("knee axis", axis)?;
         }
     }
     check_unit_range("weight", p.weight)?;
@@ -203,7 +203,7 @@ fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError>
 
 /// The solve; inputs checked.
 pub(crate) fn solve(
-    parents: &[u32],
+    tree: Subtrees<'_>,
     model: &mut [Affine3A],
     transform: &Transform,
     p: &FootPlacement,
@@ -267,14 +267,14 @@ pub(crate) fn solve(
     let offset = offset * p.weight;
     result.pelvis_offset = offset;
     let lift = to_model.transform_vector3a(Vec3A::Y * offset);
-    translate_subtree(parents, model, p.pelvis, lift);
+    translate_subtree(tree, model, p.pelvis, lift);
     // Each leg onto its target, then its foot onto the ground's slope.
     let up = to_model.transform_vector3a(Vec3A::Y).normalize();
     let cos_max_tilt = p.max_tilt.cos();
     for (k, leg) in p.legs.iter().enumerate() {
         let (target, normal) = targets[k];
         let target = to_model.transform_point3a(target);
-        let solved = solve_two_bone(parents, model, &leg_params(leg, target.into(), p.weight));
+        let solved = solve_two_bone(tree, model, &leg_params(leg, target.into(), p.weight));
         result.reached[k] = solved.reached;
         let Some(after) = model.get(leg.ankle).copied() else {
             continue;
@@ -289,7 +289,7 @@ pub(crate) fn solve(
         // then tilt it by the slope.
         let keep = (solved.start_correction * solved.mid_correction).inverse();
         let q = (weighted(tilt, p.weight) * keep).normalize();
-        Motion::turn(q, after.translation).move_subtree(parents, model, leg.ankle);
+        Motion::turn(q, after.translation).move_subtree(tree, model, leg.ankle);
     }
     result
 }
@@ -335,7 +335,7 @@ impl<G: GroundQuery + 'static> PoseStage for FootPlacementStage<G> {
             return;
         }
         solve(
-            pose.rig.parent_indices(),
+            Subtrees::Baked(pose.rig.subtree_ends()),
             pose.model,
             &transform,
             input,

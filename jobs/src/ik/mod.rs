@@ -78,6 +78,28 @@ pub(crate) fn subtree_end(parents: &[u32], bone: usize) -> usize {
     i
 }
 
+/// Where each bone's subtree ends, as the solvers find it: from the rig's baked table (the
+/// stages) or by walking the parents (the standalone jobs, whose `validate()` checks that they
+/// are depth-first). Both give the same runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Subtrees<'a> {
+    /// [`Rig::subtree_ends`].
+    Baked(&'a [u32]),
+    /// Depth-first parents, walked by [`subtree_end`].
+    Parents(&'a [u32]),
+}
+
+impl Subtrees<'_> {
+    /// One past the last descendant of `bone`.
+    #[inline]
+    pub(crate) fn end(self, bone: usize) -> usize {
+        match self {
+            Self::Baked(ends) => ends.get(bone).map_or(bone, |&e| e as usize),
+            Self::Parents(parents) => subtree_end(parents, bone),
+        }
+    }
+}
+
 /// A rigid motion of model space, `x ↦ to + R·(x − pivot)`: a turn about `pivot`, then a
 /// move that takes `pivot` to `to`. Kept in this form (not as an affine map) so that a joint at
 /// the pivot lands on `to` exactly.
@@ -125,32 +147,32 @@ impl Motion {
 
     /// Moves `bone` and its descendants.
     #[inline]
-    pub(crate) fn move_subtree(&self, parents: &[u32], model: &mut [Affine3A], bone: usize) {
-        self.move_bones(model, bone..subtree_end(parents, bone));
+    pub(crate) fn move_subtree(&self, tree: Subtrees<'_>, model: &mut [Affine3A], bone: usize) {
+        self.move_bones(model, bone..tree.end(bone));
     }
 }
 
 /// Turns `bone` and its descendants rigidly by `q` (model space) about `pivot`.
 #[inline]
 pub(crate) fn rotate_subtree(
-    parents: &[u32],
+    tree: Subtrees<'_>,
     model: &mut [Affine3A],
     bone: usize,
     pivot: Vec3A,
     q: Quat,
 ) {
-    Motion::turn(q, pivot).move_subtree(parents, model, bone);
+    Motion::turn(q, pivot).move_subtree(tree, model, bone);
 }
 
 /// Moves `bone` and its descendants by `delta` (model space).
 #[inline]
 pub(crate) fn translate_subtree(
-    parents: &[u32],
+    tree: Subtrees<'_>,
     model: &mut [Affine3A],
     bone: usize,
     delta: Vec3A,
 ) {
-    let end = subtree_end(parents, bone).min(model.len());
+    let end = tree.end(bone).min(model.len());
     for m in model.get_mut(bone..end).into_iter().flatten() {
         m.translation += delta;
     }
@@ -355,15 +377,23 @@ pub(crate) fn check_hierarchy(
 /// a pose that squashes the bone this frame is left unsolved instead).
 pub(crate) fn check_rest_length(rig: &Rig, ancestor: usize, bone: usize) -> Result<(), StageError> {
     let (rest, parents) = (rig.rest_pose(), rig.parent_indices());
-    let mut offset = Vec3::ZERO;
-    let mut b = bone;
+    let not_a_chain = StageError::NotAChain { bone, ancestor };
+    // The bone's own offset, then its ancestors' transforms up to `ancestor` (none for a child).
+    let (Some(r), Some(&p)) = (rest.get(bone), parents.get(bone)) else {
+        return Err(not_a_chain);
+    };
+    let mut offset = r.translation;
+    let mut b = p as usize;
+    if b >= bone {
+        return Err(not_a_chain);
+    }
     while b != ancestor {
         let (Some(r), Some(&p)) = (rest.get(b), parents.get(b)) else {
-            return Err(StageError::NotAChain { bone, ancestor });
+            return Err(not_a_chain);
         };
         offset = r.translation + r.rotation * (r.scale * offset);
         if p as usize >= b {
-            return Err(StageError::NotAChain { bone, ancestor });
+            return Err(not_a_chain);
         }
         b = p as usize;
     }
@@ -422,6 +452,7 @@ mod tests {
             let want: Vec<usize> = (0..parents.len()).filter(|&i| descends(i)).collect();
             let got: Vec<usize> = (b..subtree_end(parents, b)).collect();
             assert_eq!(got, want, "bone {b}");
+            assert_eq!(rig.subtree_ends()[b] as usize, subtree_end(parents, b), "bone {b}");
         }
         check_hierarchy(
             parents,

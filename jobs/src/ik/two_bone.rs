@@ -27,7 +27,7 @@
 use super::{
     Motion, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
     check_hierarchy, check_unit_range, local_correction, rotation_from_cos_sin, rotation_of,
-    subtree_end, to_model, turn_about, weighted,
+    Subtrees, to_model, turn_about, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -139,7 +139,7 @@ impl TwoBoneIkJob<'_> {
             self.model.get(self.start).map(rotation_of),
             self.model.get(self.mid).map(rotation_of),
         );
-        let turns = solve(self.parents, self.model, &params);
+        let turns = solve(Subtrees::Parents(self.parents), self.model, &params);
         match frames {
             (Some(start), Some(mid)) => TwoBoneResult {
                 start_correction: local_correction(start, turns.start_correction),
@@ -184,10 +184,14 @@ pub(crate) fn check_params(parents: &[u32], p: &TwoBoneParams) -> Result<(), Sta
 /// turns about the start and mid joints (the job turns them into local ones; the stages need
 /// neither). Degenerate geometry this frame (the target on the start joint, a bone squashed to
 /// nothing) leaves the pose as it is and reports `reached: false`.
-pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
+pub(crate) fn solve(
+    tree: Subtrees<'_>,
+    model: &mut [Affine3A],
+    p: &TwoBoneParams,
+) -> TwoBoneResult {
     let result = turns(model, p);
     if result != TwoBoneResult::NONE {
-        apply(parents, model, p, &result);
+        apply(tree, model, p, &result);
     }
     result
 }
@@ -266,15 +270,15 @@ fn turns(model: &[Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
 
 /// Moves the chain by the solve's turns: the mid joint's subtree turns about the mid joint,
 /// then everything under the start joint about the start joint, each bone moved once.
-fn apply(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams, turns: &TwoBoneResult) {
+fn apply(tree: Subtrees<'_>, model: &mut [Affine3A], p: &TwoBoneParams, turns: &TwoBoneResult) {
     let (Some(ms), Some(mm)) = (model.get(p.start), model.get(p.mid)) else {
         return;
     };
     let at_start = Motion::turn(turns.start_correction, ms.translation);
     let at_mid = Motion::turn(turns.mid_correction, mm.translation).then(&at_start);
-    let start_end = subtree_end(parents, p.start);
+    let start_end = tree.end(p.start);
     // The mid joint's subtree is one run inside the start joint's (depth-first parents).
-    let mid_end = subtree_end(parents, p.mid).clamp(p.mid, start_end);
+    let mid_end = tree.end(p.mid).clamp(p.mid, start_end);
     let mid = p.mid.clamp(p.start, start_end);
     at_start.move_bones(model, p.start..mid);
     at_mid.move_bones(model, mid..mid_end);
@@ -442,6 +446,10 @@ impl PoseStage for TwoBoneIkStage {
 
     fn apply(&self, input: &TwoBoneIk, pose: &mut StagePose<'_>) {
         let target = to_model(input.space, input.target, pose.transform);
-        solve(pose.rig.parent_indices(), pose.model, &input.params(target));
+        solve(
+            Subtrees::Baked(pose.rig.subtree_ends()),
+            pose.model,
+            &input.params(target),
+        );
     }
 }
