@@ -208,7 +208,7 @@ pub(crate) fn arc(from: Vec3A, to: Vec3A) -> Quat {
         Quat::IDENTITY
     } else if dot < -ONE_MINUS_EPS * n {
         // Half a turn, about any normal of `from`.
-        let axis = Vec3::from(from).any_orthonormal_vector();
+        let axis = Vec3::from(from).normalize().any_orthonormal_vector();
         Quat::from_xyzw(axis.x, axis.y, axis.z, 0.0)
     } else {
         let c = from.cross(to);
@@ -461,26 +461,35 @@ mod tests {
         )
         .unwrap();
     }
-}
-#[cfg(test)]
-mod scratch {
-    use super::*;
+
+    /// The trigonometry-free rotations equal glam's trigonometric constructions over a full
+    /// turn (half turns included) and for vectors of any length.
     #[test]
-    fn cos_sin() {
+    fn rotations_without_trigonometry_match_the_angle_forms() {
+        let same = |a: Quat, b: Quat| a.dot(b).abs() > 1.0 - 1e-6;
+        let axis = Vec3A::new(0.3, -0.5, 0.8).normalize();
+        let a = Vec3A::new(1.0, 0.2, -0.3);
         for i in -40..=40 {
-            let phi = i as f32 * 0.0785;
-            let axis = Vec3A::new(0.3, -0.5, 0.8).normalize();
-            let q = rotation_from_cos_sin(axis, 2.0 * phi.cos(), 2.0 * phi.sin());
-            let w = Quat::from_axis_angle(axis.into(), phi);
-            assert!(q.dot(w).abs() > 1.0 - 1e-6, "{phi} {q} {w}");
-            let a = Vec3A::new(1.0, 0.2, -0.3);
-            let b = Quat::from_axis_angle(axis.into(), phi) * a;
-            let t = turn_about(axis, a, b).unwrap();
-            assert!(t.dot(w).abs() > 1.0 - 1e-6, "turn {phi} {t} {w}");
-            let f = Vec3A::new(0.2, 1.0, 0.4);
-            let g = arc(f, Vec3A::new(-0.5, 0.3, 2.0));
-            let want = Quat::from_rotation_arc(f.normalize().into(), Vec3::new(-0.5, 0.3, 2.0).normalize());
-            assert!(g.dot(want).abs() > 1.0 - 1e-6);
+            let phi = i as f32 * (std::f32::consts::PI / 40.0);
+            let want = Quat::from_axis_angle(axis.into(), phi);
+            let got = rotation_from_cos_sin(axis, 2.5 * phi.cos(), 2.5 * phi.sin());
+            assert!(same(got, want), "cos/sin {phi}: {got} vs {want}");
+            let b = (want * a) * 3.0 + axis * 0.7;
+            let got = turn_about(axis, a, b).unwrap();
+            assert!(same(got, want), "turn about {phi}: {got} vs {want}");
+            for w in [0.0, 0.25, 0.5, 0.9] {
+                let got = weighted(want, w);
+                let slerp = Quat::IDENTITY.slerp(want, w);
+                assert!(same(got, slerp), "weighted {phi} by {w}: {got} vs {slerp}");
+            }
         }
+        assert!(turn_about(axis, axis * 2.0, a).is_none());
+        for to in [Vec3A::new(-0.5, 0.3, 2.0), Vec3A::new(-1.0, -0.2, 0.3), a * 4.0] {
+            let want = Quat::from_rotation_arc(a.normalize().into(), to.normalize().into());
+            assert!(same(arc(a, to), want), "arc to {to}");
+        }
+        // A half turn: any axis normal to `from`.
+        let half = arc(a, -a * 2.0);
+        assert!((half * a + a).length() < 1e-5, "{half}");
     }
 }

@@ -232,7 +232,7 @@ fn turns(model: &[Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
     };
     let axis = if axis == Vec3A::ZERO {
         // A straight chain and no axis: any normal of the chain (the pole aligns it below).
-        Vec3A::from(Vec3::from(u).any_orthonormal_vector())
+        Vec3A::from(Vec3::from(u / l1).any_orthonormal_vector())
     } else {
         axis
     };
