@@ -10,7 +10,7 @@
 //! turns about its ankle to keep its animated orientation relative to the ground, tilted by
 //! the slope (at most `max_tilt`). The weight blends all of it in and out.
 
-use super::two_bone::{TwoBoneParams, check_params as check_two_bone, solve as solve_two_bone};
+use super::two_bone::{self, ChainMotion, TwoBoneParams, check_params as check_two_bone};
 use super::{
     Motion, Subtrees, arc, check_bone, check_direction, check_hierarchy, check_rest_length,
     check_unit_range, translate_subtree, weighted,
@@ -273,10 +273,10 @@ pub(crate) fn solve(
     let cos_max_tilt = p.max_tilt.cos();
     for (k, leg) in p.legs.iter().enumerate() {
         let (target, normal) = targets[k];
-        let target = to_model.transform_point3a(target);
-        let solved = solve_two_bone(tree, model, &leg_params(leg, target.into(), p.weight));
-        result.reached[k] = solved.reached;
-        let Some(after) = model.get(leg.ankle).copied() else {
+        let params = leg_params(leg, to_model.transform_point3a(target).into(), p.weight);
+        let turns = two_bone::turns(model, &params);
+        result.reached[k] = turns.reached;
+        let Some(ankle) = model.get(leg.ankle).map(|m| m.translation) else {
             continue;
         };
         let normal = to_model.transform_vector3a(normal).normalize();
@@ -285,11 +285,16 @@ pub(crate) fn solve(
             let (axis, _) = tilt.to_axis_angle();
             tilt = Quat::from_axis_angle(axis, p.max_tilt);
         }
-        // Undo the leg's turn of the foot (the solve's model-space turns, start after mid),
-        // then tilt it by the slope.
-        let keep = (solved.start_correction * solved.mid_correction).inverse();
-        let q = (weighted(tilt, p.weight) * keep).normalize();
-        Motion::turn(q, after.translation).move_subtree(tree, model, leg.ankle);
+        // The foot keeps its animated orientation, tilted by the slope, where the leg puts the
+        // ankle.
+        let tilt = weighted(tilt, p.weight);
+        match ChainMotion::new(model, &params, &turns) {
+            Some(leg_motion) => {
+                let foot = Motion::turn_and_move(tilt, ankle, leg_motion.mid_point(ankle));
+                leg_motion.move_bones(tree, model, &params, Some(&foot));
+            }
+            None => Motion::turn(tilt, ankle).move_subtree(tree, model, leg.ankle),
+        }
     }
     result
 }

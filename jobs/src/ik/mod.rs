@@ -121,6 +121,16 @@ impl Motion {
         }
     }
 
+    /// The turn by `q` about `pivot`, then the move of `pivot` to `to`.
+    #[inline]
+    pub(crate) fn turn_and_move(q: Quat, pivot: Vec3A, to: Vec3A) -> Self {
+        Self {
+            r: Mat3A::from_quat(q),
+            pivot,
+            to,
+        }
+    }
+
     /// This motion, then `outer`.
     #[inline]
     pub(crate) fn then(&self, outer: &Motion) -> Self {
@@ -131,8 +141,9 @@ impl Motion {
         }
     }
 
+    /// Where the motion takes `x`.
     #[inline]
-    fn point(&self, x: Vec3A) -> Vec3A {
+    pub(crate) fn point(&self, x: Vec3A) -> Vec3A {
         self.to + self.r * (x - self.pivot)
     }
 

@@ -190,14 +190,14 @@ pub(crate) fn solve(
     p: &TwoBoneParams,
 ) -> TwoBoneResult {
     let result = turns(model, p);
-    if result != TwoBoneResult::NONE {
-        apply(tree, model, p, &result);
+    if let Some(chain) = ChainMotion::new(model, p, &result) {
+        chain.move_bones(tree, model, p, None);
     }
     result
 }
 
 /// The solve's turns (model space), without moving anything.
-fn turns(model: &[Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
+pub(crate) fn turns(model: &[Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
     let (Some(ms), Some(mm), Some(me)) = (model.get(p.start), model.get(p.mid), model.get(p.end))
     else {
         return TwoBoneResult::NONE;
@@ -268,21 +268,57 @@ fn turns(model: &[Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
     }
 }
 
-/// Moves the chain by the solve's turns: the mid joint's subtree turns about the mid joint,
-/// then everything under the start joint about the start joint, each bone moved once.
-fn apply(tree: Subtrees<'_>, model: &mut [Affine3A], p: &TwoBoneParams, turns: &TwoBoneResult) {
-    let (Some(ms), Some(mm)) = (model.get(p.start), model.get(p.mid)) else {
-        return;
-    };
-    let at_start = Motion::turn(turns.start_correction, ms.translation);
-    let at_mid = Motion::turn(turns.mid_correction, mm.translation).then(&at_start);
-    let start_end = tree.end(p.start);
-    // The mid joint's subtree is one run inside the start joint's (depth-first parents).
-    let mid_end = tree.end(p.mid).clamp(p.mid, start_end);
-    let mid = p.mid.clamp(p.start, start_end);
-    at_start.move_bones(model, p.start..mid);
-    at_mid.move_bones(model, mid..mid_end);
-    at_start.move_bones(model, mid_end..start_end);
+/// How a solve moves the chain: everything under the start joint turns about it, and the mid
+/// joint's subtree turns about the mid joint first (the two composed, so each bone moves once).
+pub(crate) struct ChainMotion {
+    at_start: Motion,
+    at_mid: Motion,
+}
+
+impl ChainMotion {
+    /// The motion of a solve's turns; `None` for a solve that moves nothing.
+    pub(crate) fn new(model: &[Affine3A], p: &TwoBoneParams, turns: &TwoBoneResult) -> Option<Self> {
+        let (ms, mm) = (model.get(p.start)?, model.get(p.mid)?);
+        if *turns == TwoBoneResult::NONE {
+            return None;
+        }
+        let at_start = Motion::turn(turns.start_correction, ms.translation);
+        let at_mid = Motion::turn(turns.mid_correction, mm.translation).then(&at_start);
+        Some(Self { at_start, at_mid })
+    }
+
+    /// Where a point of the mid joint's subtree (the end joint, say) goes.
+    pub(crate) fn mid_point(&self, x: Vec3A) -> Vec3A {
+        self.at_mid.point(x)
+    }
+
+    /// Moves the bones under the start joint; the end joint's subtree by `end` instead, when
+    /// given (foot placement sets the foot itself).
+    pub(crate) fn move_bones(
+        &self,
+        tree: Subtrees<'_>,
+        model: &mut [Affine3A],
+        p: &TwoBoneParams,
+        end: Option<&Motion>,
+    ) {
+        // Each subtree is one run inside its ancestor's (depth-first parents): start's holds
+        // mid's, which holds end's.
+        let start_end = tree.end(p.start).max(p.start);
+        let mid = p.mid.clamp(p.start, start_end);
+        let mid_end = tree.end(p.mid).clamp(mid, start_end);
+        self.at_start.move_bones(model, p.start..mid);
+        match end {
+            Some(end_motion) => {
+                let end = p.end.clamp(mid, mid_end);
+                let end_end = tree.end(p.end).clamp(end, mid_end);
+                self.at_mid.move_bones(model, mid..end);
+                end_motion.move_bones(model, end..end_end);
+                self.at_mid.move_bones(model, end_end..mid_end);
+            }
+            None => self.at_mid.move_bones(model, mid..mid_end),
+        }
+        self.at_start.move_bones(model, mid_end..start_end);
+    }
 }
 
 /// A chain's joints (start `s`, mid `m`), its bones from the mid joint (`u` to the start, `v`
