@@ -97,7 +97,14 @@ impl AimIkJob<'_> {
         let Some(frame) = self.model.get(self.joint).map(rotation_of) else {
             return AimResult::NONE;
         };
-        match solve(Subtrees::Parents(self.parents), self.model, self.joint, self.joint, &params, 1.0) {
+        match solve(
+            Subtrees::Parents(self.parents),
+            self.model,
+            self.joint,
+            self.joint,
+            &params,
+            1.0,
+        ) {
             Some(turn) => AimResult {
                 correction: local_correction(frame, turn),
                 reached: true,
@@ -153,7 +160,10 @@ pub(crate) fn solve(
         forward: (mt.matrix3 * Vec3A::from(p.forward)).try_normalize()?,
         up: mt.matrix3 * Vec3A::from(p.up),
     };
-    let c = weighted(correction(&line, Vec3A::from(p.target) - pivot, p.pole_vector)?, weight);
+    let c = weighted(
+        correction(&line, Vec3A::from(p.target) - pivot, p.pole_vector)?,
+        weight,
+    );
     Motion::turn(c, pivot).move_subtree(tree, model, joint);
     Some(c)
 }

@@ -5,8 +5,8 @@
 //! linearly, rotation by slerp (shortest way).
 
 use super::{
-    Subtrees, TargetSpace, check_bone, check_finite, check_hierarchy, check_unit_range, rotate_subtree,
-    rotation_of, to_model, translate_subtree,
+    Subtrees, TargetSpace, check_bone, check_finite, check_hierarchy, check_unit_range,
+    rotate_subtree, rotation_of, to_model, translate_subtree,
 };
 use crate::asset::{Rig, Transform};
 use crate::pose_stage::{PoseStage, StageError, StagePose};

@@ -8,8 +8,8 @@
 //! backward pass. Optional bend limits keep the angle between consecutive segments.
 
 use super::{
-    Subtrees, TargetSpace, arc, check_bone, check_descends, check_finite, check_hierarchy, check_unit_range,
-    rotate_subtree, to_model, translate_subtree, weighted,
+    Subtrees, TargetSpace, arc, check_bone, check_descends, check_finite, check_hierarchy,
+    check_unit_range, rotate_subtree, to_model, translate_subtree, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};

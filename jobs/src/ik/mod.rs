@@ -463,7 +463,11 @@ mod tests {
             let want: Vec<usize> = (0..parents.len()).filter(|&i| descends(i)).collect();
             let got: Vec<usize> = (b..subtree_end(parents, b)).collect();
             assert_eq!(got, want, "bone {b}");
-            assert_eq!(rig.subtree_ends()[b] as usize, subtree_end(parents, b), "bone {b}");
+            assert_eq!(
+                rig.subtree_ends()[b] as usize,
+                subtree_end(parents, b),
+                "bone {b}"
+            );
         }
         check_hierarchy(
             parents,
@@ -495,7 +499,11 @@ mod tests {
             }
         }
         assert!(turn_about(axis, axis * 2.0, a).is_none());
-        for to in [Vec3A::new(-0.5, 0.3, 2.0), Vec3A::new(-1.0, -0.2, 0.3), a * 4.0] {
+        for to in [
+            Vec3A::new(-0.5, 0.3, 2.0),
+            Vec3A::new(-1.0, -0.2, 0.3),
+            a * 4.0,
+        ] {
             let want = Quat::from_rotation_arc(a.normalize().into(), to.normalize().into());
             assert!(same(arc(a, to), want), "arc to {to}");
         }

@@ -25,9 +25,9 @@
 //!   of the target; it does not depend on `weight`.
 
 use super::{
-    Motion, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
+    Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
     check_hierarchy, check_unit_range, local_correction, rotation_from_cos_sin, rotation_of,
-    Subtrees, to_model, turn_about, weighted,
+    to_model, turn_about, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -249,7 +249,8 @@ pub(crate) fn turns(model: &[Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
     // target; below it, that far along the line from the end's current place, so that the
     // end nears the target steadily as the weight grows.
     let full = st * (d / dist);
-    let (full_mid, full_start, exact) = chain_pose.turns(full, d, p.pole_vector, 1.0, p.twist_angle);
+    let (full_mid, full_start, exact) =
+        chain_pose.turns(full, d, p.pole_vector, 1.0, p.twist_angle);
     let reached = exact && (full - st).length_squared() <= (1e-4 * chain) * (1e-4 * chain);
     let (q_mid, q_start) = if p.weight >= 1.0 {
         (full_mid, full_start)
@@ -257,8 +258,13 @@ pub(crate) fn turns(model: &[Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
         let goal = (e - s).lerp(full, p.weight);
         let goal_len = goal.length().clamp((l1 - l2).abs(), chain);
         let goal = goal.try_normalize().unwrap_or(full / d) * goal_len;
-        let (q_mid, q_start, _) =
-            chain_pose.turns(goal, goal_len, p.pole_vector, p.weight, p.twist_angle * p.weight);
+        let (q_mid, q_start, _) = chain_pose.turns(
+            goal,
+            goal_len,
+            p.pole_vector,
+            p.weight,
+            p.twist_angle * p.weight,
+        );
         (q_mid, q_start)
     };
     TwoBoneResult {
@@ -277,7 +283,11 @@ pub(crate) struct ChainMotion {
 
 impl ChainMotion {
     /// The motion of a solve's turns; `None` for a solve that moves nothing.
-    pub(crate) fn new(model: &[Affine3A], p: &TwoBoneParams, turns: &TwoBoneResult) -> Option<Self> {
+    pub(crate) fn new(
+        model: &[Affine3A],
+        p: &TwoBoneParams,
+        turns: &TwoBoneResult,
+    ) -> Option<Self> {
         let (ms, mm) = (model.get(p.start)?, model.get(p.mid)?);
         if *turns == TwoBoneResult::NONE {
             return None;
