@@ -11,9 +11,9 @@
 //! in model space.
 
 use super::{
-    Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
-    check_hierarchy, check_unit_range, local_correction, rotation_of, to_model, turn_about,
-    weighted,
+    ChainMover, Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction,
+    check_finite, check_hierarchy, check_unit_range, local_correction, rotation_of, to_model,
+    turn_about, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -100,10 +100,9 @@ impl AimIkJob<'_> {
         match solve(
             Subtrees::Parents(self.parents),
             self.model,
-            self.joint,
-            self.joint,
-            &params,
+            &[self.joint],
             1.0,
+            &params,
         ) {
             Some(turn) => AimResult {
                 correction: local_correction(frame, turn),
@@ -132,15 +131,16 @@ pub(crate) fn check_params(p: &AimParams) -> Result<(), StageError> {
     check_unit_range("weight", p.weight)
 }
 
-/// Turns `joint` (and its descendants) so that the aiming line of `tip` (its offset, forward and
-/// up axes, from `p`) points at the target, by `share` of the full turn times `p.weight`; `p`
-/// checked. Returns the model-space turn about the joint, or `None` where the target cannot be
-/// aimed at (inside the offset's reach, on the joint) or the weight is 0.
+/// Turns `joint` (and its descendants, through `mover`) so that the aiming line of `tip` (its
+/// offset, forward and up axes, from `p`), where the mover's motions so far put it, points at
+/// the target, by `share` of the full turn times `p.weight`; `p` checked. Returns the
+/// model-space turn about the joint, or `None` where the target cannot be aimed at (inside the
+/// offset's reach, on the joint) or the weight is 0.
 ///
 /// The solve is in model space: the joint's local frame differs from it by a rotation and a
 /// uniform scale, which change neither the aiming line's geometry nor the turn.
-pub(crate) fn solve(
-    tree: Subtrees<'_>,
+fn solve_joint(
+    mover: &mut ChainMover<'_>,
     model: &mut [Affine3A],
     joint: usize,
     tip: usize,
@@ -154,7 +154,8 @@ pub(crate) fn solve(
     if weight <= 0.0 {
         return None;
     }
-    let pivot = mj.translation;
+    let pivot = mover.point(mj.translation);
+    let mt = mover.matrix(mt);
     let line = AimLine {
         from: mt.transform_point3a(p.offset.into()) - pivot,
         forward: (mt.matrix3 * Vec3A::from(p.forward)).try_normalize()?,
@@ -164,7 +165,7 @@ pub(crate) fn solve(
         correction(&line, Vec3A::from(p.target) - pivot, p.pole_vector)?,
         weight,
     );
-    Motion::turn(c, pivot).move_subtree(tree, model, joint);
+    mover.push(model, joint, &Motion::turn(c, pivot));
     Some(c)
 }
 
@@ -203,8 +204,9 @@ fn correction(line: &AimLine, t: Vec3A, pole: Option<Vec3>) -> Option<Quat> {
 
 /// Aims the last joint of `chain` (base to tip): each earlier joint takes `share` of the turn
 /// that would aim the tip from it, the tip the rest. The tip's axes and offset are given in its
-/// own frame; each joint solves with the tip's aiming line as it stands then.
-pub(crate) fn solve_chain(
+/// own frame; each joint solves with the tip's aiming line as the earlier joints left it.
+/// Returns the tip's model-space turn (`None` as for [`solve_joint`]).
+pub(crate) fn solve(
     tree: Subtrees<'_>,
     model: &mut [Affine3A],
     chain: &[usize],
@@ -212,10 +214,13 @@ pub(crate) fn solve_chain(
     p: &AimParams,
 ) -> Option<Quat> {
     let (&tip, spine) = chain.split_last()?;
+    let mut mover = ChainMover::new(tree);
     for &joint in spine {
-        solve(tree, model, joint, tip, p, share);
+        solve_joint(&mut mover, model, joint, tip, p, share);
     }
-    solve(tree, model, tip, tip, p, 1.0)
+    let turn = solve_joint(&mut mover, model, tip, tip, p, 1.0);
+    mover.finish(model);
+    turn
 }
 
 /// A cone around `axis` (model space) that the look direction is kept in.
@@ -330,7 +335,7 @@ impl PoseStage for LookAtStage {
             target = clamp_to_cone(target, m.translation.into(), cone);
         }
         let params = input.params(target);
-        solve_chain(
+        solve(
             Subtrees::Baked(pose.rig.subtree_ends()),
             pose.model,
             &input.chain,

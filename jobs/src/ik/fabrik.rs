@@ -8,8 +8,8 @@
 //! backward pass. Optional bend limits keep the angle between consecutive segments.
 
 use super::{
-    Subtrees, TargetSpace, arc, check_bone, check_descends, check_finite, check_hierarchy,
-    check_unit_range, rotate_subtree, to_model, translate_subtree, weighted,
+    ChainMover, Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_finite,
+    check_hierarchy, check_unit_range, to_model, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -255,23 +255,26 @@ pub(crate) fn solve(
     if p.weight <= 0.0 {
         return result;
     }
-    // Apply: move the root (free roots), then turn each joint's segment onto the solve's.
+    // Apply: move the root (free roots), then turn each joint's segment onto the solve's, each
+    // joint found where the motions before it put it; each bone moves once.
+    let mut mover = ChainMover::new(tree);
     let shift = (pos[0] - root) * p.weight;
     if shift != Vec3A::ZERO {
-        translate_subtree(tree, model, chain[0], shift);
+        mover.push(model, chain[0], &Motion::shift(shift));
     }
     for i in 0..n - 1 {
         let (Some(a), Some(b)) = (model.get(chain[i]), model.get(chain[i + 1])) else {
             continue;
         };
-        let (a, b) = (a.translation, b.translation);
+        let (a, b) = (mover.point(a.translation), mover.point(b.translation));
         let want = pos[i + 1] - pos[i];
         if (b - a).length_squared() <= 1e-12 || want.length_squared() <= 1e-12 {
             continue;
         }
         let q = weighted(arc(b - a, want), p.weight);
-        rotate_subtree(tree, model, chain[i], a, q);
+        mover.push(model, chain[i], &Motion::turn(q, a));
     }
+    mover.finish(model);
     result
 }
 

@@ -121,6 +121,16 @@ impl Motion {
         }
     }
 
+    /// The move by `delta`.
+    #[inline]
+    pub(crate) fn shift(delta: Vec3A) -> Self {
+        Self {
+            r: Mat3A::IDENTITY,
+            pivot: Vec3A::ZERO,
+            to: delta,
+        }
+    }
+
     /// The turn by `q` about `pivot`, then the move of `pivot` to `to`.
     #[inline]
     pub(crate) fn turn_and_move(q: Quat, pivot: Vec3A, to: Vec3A) -> Self {
@@ -160,6 +170,66 @@ impl Motion {
     #[inline]
     pub(crate) fn move_subtree(&self, tree: Subtrees<'_>, model: &mut [Affine3A], bone: usize) {
         self.move_bones(model, bone..tree.end(bone));
+    }
+}
+
+/// Moves a chain of joints, each inside the previous one's subtree, by motions found joint by
+/// joint and composed down the chain, so that each bone moves once: the bones of a joint's
+/// subtree outside the next joint's take the motions of that joint and those before it. The
+/// solver finds each joint where the motions so far put it ([`ChainMover::point`]) before the
+/// bones move.
+#[derive(Debug)]
+pub(crate) struct ChainMover<'a> {
+    tree: Subtrees<'a>,
+    /// The composed motion, and the last joint it was pushed for.
+    moved: Option<(Motion, usize)>,
+}
+
+impl<'a> ChainMover<'a> {
+    pub(crate) fn new(tree: Subtrees<'a>) -> Self {
+        Self { tree, moved: None }
+    }
+
+    /// Where the motions so far take `x`.
+    #[inline]
+    pub(crate) fn point(&self, x: Vec3A) -> Vec3A {
+        self.moved.as_ref().map_or(x, |(m, _)| m.point(x))
+    }
+
+    /// Where the motions so far take a bone's model matrix.
+    #[inline]
+    pub(crate) fn matrix(&self, m: &Affine3A) -> Affine3A {
+        match &self.moved {
+            Some((motion, _)) => Affine3A {
+                matrix3: motion.r * m.matrix3,
+                translation: motion.point(m.translation),
+            },
+            None => *m,
+        }
+    }
+
+    /// Adds `joint`'s motion (about where the motions so far put it); `joint` lies in the
+    /// subtree of the joint pushed before it. The previous joint's bones outside `joint`'s
+    /// subtree take their final place now.
+    pub(crate) fn push(&mut self, model: &mut [Affine3A], joint: usize, motion: &Motion) {
+        let composed = match self.moved.take() {
+            Some((so_far, prev)) => {
+                let (prev_end, end) = (self.tree.end(prev), self.tree.end(joint));
+                let joint_at = joint.clamp(prev, prev_end);
+                so_far.move_bones(model, prev..joint_at);
+                so_far.move_bones(model, end.clamp(joint_at, prev_end)..prev_end);
+                so_far.then(motion)
+            }
+            None => *motion,
+        };
+        self.moved = Some((composed, joint));
+    }
+
+    /// Moves the last joint's subtree; the chain is done.
+    pub(crate) fn finish(self, model: &mut [Affine3A]) {
+        if let Some((motion, joint)) = self.moved {
+            motion.move_subtree(self.tree, model, joint);
+        }
     }
 }
 
