@@ -2,10 +2,12 @@
 //! target, with its up axis towards a pole vector; optionally spread over a chain (spine to
 //! head), each joint taking a share of the turn and the last one the rest.
 //!
-//! In the joint's local frame the forward line `offset + s·forward` meets the sphere through
-//! the target (centred on the joint) at one point `p` (`s ≥ 0`); the correction is the shortest
+//! Relative to the joint, the forward line `offset + s·forward` meets the sphere through the
+//! target (centred on the joint) at one point `p` (`s ≥ 0`); the correction is the shortest
 //! rotation from `p` to the target, then a turn about the joint–target line that brings the up
-//! axis into the plane of that line and the pole vector. A target inside the offset's reach
+//! axis into the plane of that line and the pole vector. The solve runs in model space (the
+//! joint's frame differs from it by a rotation and a uniform scale, which change neither the
+//! line's geometry nor the turn); the job reports the correction in the joint's local frame. A target inside the offset's reach
 //! (no such `s`, or on the joint) leaves the bone as it is and is not `reached`. As in ozz's
 //! `IKAimJob`, `forward`, `up` and `offset` are in the joint's local space and the pole vector
 //! in model space.
