@@ -43,6 +43,7 @@ pub struct Rig {
     names: Vec<String>,
     hashes: Vec<BoneHash>,
     parents: Vec<u32>,
+    subtree_ends: Vec<u32>,
     rest_pose: Vec<Transform>,
     /// The rest pose in `LANES`-bone blocks (padding lanes are the identity).
     rest_blocks: Vec<SoaTransform>,
@@ -146,6 +147,14 @@ impl RawRig {
             .iter()
             .map(|&i| self.bones[i].parent.map_or(NO_PARENT, |p| new_index[p]))
             .collect();
+        // Parent-first order from a preorder walk is depth-first: each bone's subtree is the run
+        // from it to the furthest end among its children's.
+        let mut subtree_ends: Vec<u32> = (1..=n as u32).collect();
+        for i in (0..n).rev() {
+            if let Some(&p) = parents.get(i).filter(|&&p| p != NO_PARENT) {
+                subtree_ends[p as usize] = subtree_ends[p as usize].max(subtree_ends[i]);
+            }
+        }
         // Negligible components are stored as zero: the samplers multiply rest values
         // together, and products of exporter noise are subnormal (see `flush_negligible`).
         let rest_pose: Vec<Transform> = order
@@ -173,6 +182,7 @@ impl RawRig {
             names,
             hashes,
             parents,
+            subtree_ends,
             rest_pose,
             rest_blocks,
             source_order: new_index,
@@ -202,6 +212,11 @@ impl Rig {
     /// Parent of each bone (`u32::MAX` for roots); `parents[i] < i` for every other bone.
     pub fn parent_indices(&self) -> &[u32] {
         &self.parents
+    }
+    /// One past the last descendant of each bone: bones are depth-first, so bone `i` and its
+    /// descendants are the bones `i..subtree_ends[i]`.
+    pub fn subtree_ends(&self) -> &[u32] {
+        &self.subtree_ends
     }
     /// The parent of `bone`, `None` for a root.
     pub fn parent(&self, bone: BoneIndex) -> Option<BoneIndex> {

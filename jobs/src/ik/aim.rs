@@ -2,17 +2,20 @@
 //! target, with its up axis towards a pole vector; optionally spread over a chain (spine to
 //! head), each joint taking a share of the turn and the last one the rest.
 //!
-//! In the joint's local frame the forward line `offset + s·forward` meets the sphere through
-//! the target (centred on the joint) at one point `p` (`s ≥ 0`); the correction is the shortest
+//! Relative to the joint, the forward line `offset + s·forward` meets the sphere through the
+//! target (centred on the joint) at one point `p` (`s ≥ 0`); the correction is the shortest
 //! rotation from `p` to the target, then a turn about the joint–target line that brings the up
-//! axis into the plane of that line and the pole vector. A target inside the offset's reach
+//! axis into the plane of that line and the pole vector. The solve runs in model space (the
+//! joint's frame differs from it by a rotation and a uniform scale, which change neither the
+//! line's geometry nor the turn); the job reports the correction in the joint's local frame. A target inside the offset's reach
 //! (no such `s`, or on the joint) leaves the bone as it is and is not `reached`. As in ozz's
 //! `IKAimJob`, `forward`, `up` and `offset` are in the joint's local space and the pole vector
 //! in model space.
 
 use super::{
-    TargetSpace, angle_about, arc, check_bone, check_descends, check_direction, check_finite,
-    check_hierarchy, check_unit_range, rotate_subtree, rotation_of, to_model, weighted,
+    ChainMover, Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction,
+    check_finite, check_hierarchy, check_unit_range, local_correction, rotation_of, to_model,
+    turn_about, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -93,8 +96,30 @@ impl AimIkJob<'_> {
     /// Turns the joint and its descendants (nothing at weight 0).
     pub fn run(&mut self) -> AimResult {
         let params = self.params();
-        solve(self.parents, self.model, self.joint, &params)
+        let Some(frame) = self.model.get(self.joint).map(rotation_of) else {
+            return AimResult::NONE;
+        };
+        match solve(
+            Subtrees::Parents(self.parents),
+            self.model,
+            &[self.joint],
+            1.0,
+            &params,
+        ) {
+            Some(turn) => AimResult {
+                correction: local_correction(frame, turn),
+                reached: true,
+            },
+            None => AimResult::NONE,
+        }
     }
+}
+
+impl AimResult {
+    const NONE: Self = Self {
+        correction: Quat::IDENTITY,
+        reached: false,
+    };
 }
 
 pub(crate) fn check_params(p: &AimParams) -> Result<(), StageError> {
@@ -108,68 +133,72 @@ pub(crate) fn check_params(p: &AimParams) -> Result<(), StageError> {
     check_unit_range("weight", p.weight)
 }
 
-/// The solve for `joint`; `p` checked.
-pub(crate) fn solve(
-    parents: &[u32],
+/// Turns `joint` (and its descendants, through `mover`) so that the aiming line of `tip` (its
+/// offset, forward and up axes, from `p`), where the mover's motions so far put it, points at
+/// the target, by `share` of the full turn times `p.weight`; `p` checked. Returns the
+/// model-space turn about the joint, or `None` where the target cannot be aimed at (inside the
+/// offset's reach, on the joint) or the weight is 0.
+///
+/// The solve is in model space: the joint's local frame differs from it by a rotation and a
+/// uniform scale, which change neither the aiming line's geometry nor the turn.
+fn solve_joint(
+    mover: &mut ChainMover<'_>,
     model: &mut [Affine3A],
     joint: usize,
+    tip: usize,
     p: &AimParams,
-) -> AimResult {
-    let none = AimResult {
-        correction: Quat::IDENTITY,
-        reached: false,
+    share: f32,
+) -> Option<Quat> {
+    let weight = p.weight * share;
+    let (Some(mj), Some(mt)) = (model.get(joint), model.get(tip)) else {
+        return None;
     };
-    let Some(m) = model.get(joint).copied() else {
-        return none;
-    };
-    if p.weight <= 0.0 {
-        return none;
+    if weight <= 0.0 {
+        return None;
     }
-    let frame = rotation_of(&m);
-    let Some(c) = correction(&m, frame, p) else {
-        return none;
+    let pivot = mover.point(mj.translation);
+    let mt = mover.matrix(mt);
+    let line = AimLine {
+        from: mt.transform_point3a(p.offset.into()) - pivot,
+        forward: (mt.matrix3 * Vec3A::from(p.forward)).try_normalize()?,
+        up: mt.matrix3 * Vec3A::from(p.up),
     };
-    let c = weighted(c, p.weight);
-    rotate_subtree(
-        parents,
-        model,
-        joint,
-        m.translation,
-        (frame * c * frame.inverse()).normalize(),
+    let c = weighted(
+        correction(&line, Vec3A::from(p.target) - pivot, p.pole_vector)?,
+        weight,
     );
-    AimResult {
-        correction: c,
-        reached: true,
-    }
+    mover.push(model, joint, &Motion::turn(c, pivot));
+    Some(c)
 }
 
-/// The full-weight local correction of a joint with model matrix `m` (rotation `frame`), or
-/// `None` where the
+/// An aiming line in model space, relative to the joint that turns: where it starts, its
+/// direction (unit), and the up axis that turns with it.
+struct AimLine {
+    from: Vec3A,
+    forward: Vec3A,
+    up: Vec3A,
+}
+
+/// The full-weight turn (model space, about the joint) that makes `line` pass through the
+/// target `t` (relative to the joint) with its up axis towards the pole, or `None` where the
 /// target cannot be aimed at (inside the offset's reach, or on the joint).
-fn correction(m: &Affine3A, frame: Quat, p: &AimParams) -> Option<Quat> {
-    let t = Vec3A::from(m.inverse().transform_point3(p.target));
-    let f = Vec3A::from(p.forward).normalize();
-    let o = Vec3A::from(p.offset);
+fn correction(line: &AimLine, t: Vec3A, pole: Option<Vec3>) -> Option<Quat> {
+    let (o, f) = (line.from, line.forward);
     let of = o.dot(f);
-    let disc = of * of - o.length_squared() + t.length_squared();
+    let (o2, t2) = (o.length_squared(), t.length_squared());
+    let disc = of * of - o2 + t2;
     // Also false for NaN: no aim line reaches the target.
     if disc.is_nan() || disc < 0.0 {
         return None;
     }
     let aim = o + f * (disc.sqrt() - of);
-    let scale = t.length().max(o.length());
-    if aim.length_squared() <= 1e-12 * scale * scale || t.length_squared() <= 1e-12 * scale * scale
-    {
+    let scale2 = t2.max(o2);
+    if aim.length_squared() <= 1e-12 * scale2 || t2 <= 1e-12 * scale2 {
         return None;
     }
     let c = arc(aim, t);
-    let twist = match p.pole_vector {
-        Some(pole) => {
-            let pole = Vec3A::from(frame.inverse() * pole);
-            let axis = t.normalize();
-            angle_about(axis, c * Vec3A::from(p.up), pole)
-                .map_or(Quat::IDENTITY, |a| Quat::from_axis_angle(axis.into(), a))
-        }
+    let twist = match pole {
+        Some(pole) => turn_about(t / t2.sqrt(), c * line.up, pole.into()).unwrap_or(Quat::IDENTITY),
         None => Quat::IDENTITY,
     };
     Some((twist * c).normalize())
@@ -177,37 +206,23 @@ fn correction(m: &Affine3A, frame: Quat, p: &AimParams) -> Option<Quat> {
 
 /// Aims the last joint of `chain` (base to tip): each earlier joint takes `share` of the turn
 /// that would aim the tip from it, the tip the rest. The tip's axes and offset are given in its
-/// own frame; each joint solves with them carried into its frame.
-pub(crate) fn solve_chain(
-    parents: &[u32],
+/// own frame; each joint solves with the tip's aiming line as the earlier joints left it.
+/// Returns the tip's model-space turn (`None` as for [`solve_joint`]).
+pub(crate) fn solve(
+    tree: Subtrees<'_>,
     model: &mut [Affine3A],
     chain: &[usize],
     share: f32,
     p: &AimParams,
-) -> AimResult {
-    let Some((&tip, spine)) = chain.split_last() else {
-        return AimResult {
-            correction: Quat::IDENTITY,
-            reached: false,
-        };
-    };
+) -> Option<Quat> {
+    let (&tip, spine) = chain.split_last()?;
+    let mut mover = ChainMover::new(tree);
     for &joint in spine {
-        let (Some(mj), Some(mt)) = (model.get(joint).copied(), model.get(tip).copied()) else {
-            continue;
-        };
-        // The tip's aiming line and up axis, seen from this joint.
-        let to_joint = mj.inverse();
-        let (rj, rt) = (rotation_of(&mj).inverse(), rotation_of(&mt));
-        let q = AimParams {
-            offset: to_joint.transform_point3(mt.transform_point3(p.offset)),
-            forward: rj * (rt * p.forward),
-            up: rj * (rt * p.up),
-            weight: p.weight * share,
-            ..*p
-        };
-        solve(parents, model, joint, &q);
+        solve_joint(&mut mover, model, joint, tip, p, share);
     }
-    solve(parents, model, tip, p)
+    let turn = solve_joint(&mut mover, model, tip, tip, p, 1.0);
+    mover.finish(model);
+    turn
 }
 
 /// A cone around `axis` (model space) that the look direction is kept in.
@@ -262,18 +277,23 @@ impl LookAt {
     }
 }
 
-/// `target` moved onto the cone's edge (about `apex`) when it lies outside.
+/// `target` moved onto the cone's edge (about `apex`) when it lies outside: the axis turned by
+/// the half angle towards the target, at the target's distance.
 fn clamp_to_cone(target: Vec3, apex: Vec3, cone: &LookCone) -> Vec3 {
     let dir = target - apex;
     let (axis, len) = (cone.axis.normalize_or_zero(), dir.length());
-    if len <= 0.0 || axis == Vec3::ZERO || dir.angle_between(axis) <= cone.half_angle {
+    if len <= 0.0 || axis == Vec3::ZERO {
         return target;
     }
-    let normal = axis
-        .cross(dir)
+    let (sin, cos) = cone.half_angle.sin_cos();
+    let along = dir.dot(axis);
+    if along >= cos * len {
+        return target;
+    }
+    let side = (dir - axis * along)
         .try_normalize()
-        .unwrap_or(axis.any_orthonormal_vector());
-    apex + Quat::from_axis_angle(normal, cone.half_angle) * axis * len
+        .unwrap_or_else(|| axis.any_orthonormal_vector().cross(axis));
+    apex + (axis * cos + side * sin) * len
 }
 
 impl PoseStage for LookAtStage {
@@ -317,8 +337,8 @@ impl PoseStage for LookAtStage {
             target = clamp_to_cone(target, m.translation.into(), cone);
         }
         let params = input.params(target);
-        solve_chain(
-            pose.rig.parent_indices(),
+        solve(
+            Subtrees::Baked(pose.rig.subtree_ends()),
             pose.model,
             &input.chain,
             input.share,

@@ -5,8 +5,8 @@
 //! linearly, rotation by slerp (shortest way).
 
 use super::{
-    TargetSpace, check_bone, check_finite, check_hierarchy, check_unit_range, rotate_subtree,
-    rotation_of, to_model, translate_subtree,
+    Subtrees, TargetSpace, check_bone, check_finite, check_hierarchy, check_unit_range,
+    rotate_subtree, rotation_of, to_model, translate_subtree,
 };
 use crate::asset::{Rig, Transform};
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -95,7 +95,7 @@ impl ConstraintJob<'_> {
         };
         if let Some(t) = target {
             apply(
-                self.parents,
+                Subtrees::Parents(self.parents),
                 self.model,
                 self.bone,
                 &t,
@@ -135,7 +135,7 @@ fn check_source(
 
 /// `bone` moved towards `target` (model space) by `weight`.
 fn apply(
-    parents: &[u32],
+    tree: Subtrees<'_>,
     model: &mut [Affine3A],
     bone: usize,
     target: &Transform,
@@ -152,7 +152,7 @@ fn apply(
         let r = rotation_of(&m);
         let want = r.slerp(target.rotation.normalize(), weight).normalize();
         rotate_subtree(
-            parents,
+            tree,
             model,
             bone,
             m.translation,
@@ -162,7 +162,7 @@ fn apply(
     if channels.position() {
         let p = m.translation;
         let delta = (Vec3A::from(target.translation) - p) * weight;
-        translate_subtree(parents, model, bone, delta);
+        translate_subtree(tree, model, bone, delta);
     }
 }
 
@@ -215,7 +215,7 @@ impl PoseStage for ConstraintStage {
         };
         if let Some(t) = target {
             apply(
-                pose.rig.parent_indices(),
+                Subtrees::Baked(pose.rig.subtree_ends()),
                 pose.model,
                 input.bone,
                 &t,

@@ -8,8 +8,8 @@
 //! backward pass. Optional bend limits keep the angle between consecutive segments.
 
 use super::{
-    TargetSpace, arc, check_bone, check_descends, check_finite, check_hierarchy, check_unit_range,
-    rotate_subtree, to_model, translate_subtree, weighted,
+    ChainMover, Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_finite,
+    check_hierarchy, check_unit_range, to_model, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -119,7 +119,7 @@ impl FabrikJob<'_> {
             limits: self.limits,
             weight: self.weight,
         };
-        solve(self.parents, self.model, &params)
+        solve(Subtrees::Parents(self.parents), self.model, &params)
     }
 }
 
@@ -182,7 +182,11 @@ fn limit_bend(prev: Vec3A, dir: Vec3A, max: f32) -> Vec3A {
 }
 
 /// The solve; `p` checked.
-pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &FabrikParams<'_>) -> FabrikResult {
+pub(crate) fn solve(
+    tree: Subtrees<'_>,
+    model: &mut [Affine3A],
+    p: &FabrikParams<'_>,
+) -> FabrikResult {
     let n = p.chain.len().min(MAX_FABRIK_JOINTS);
     let chain = &p.chain[..n];
     let target = Vec3A::from(p.target);
@@ -251,23 +255,26 @@ pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &FabrikParams<'_
     if p.weight <= 0.0 {
         return result;
     }
-    // Apply: move the root (free roots), then turn each joint's segment onto the solve's.
+    // Apply: move the root (free roots), then turn each joint's segment onto the solve's, each
+    // joint found where the motions before it put it; each bone moves once.
+    let mut mover = ChainMover::new(tree);
     let shift = (pos[0] - root) * p.weight;
     if shift != Vec3A::ZERO {
-        translate_subtree(parents, model, chain[0], shift);
+        mover.push(model, chain[0], &Motion::shift(shift));
     }
     for i in 0..n - 1 {
         let (Some(a), Some(b)) = (model.get(chain[i]), model.get(chain[i + 1])) else {
             continue;
         };
-        let (a, b) = (a.translation, b.translation);
+        let (a, b) = (mover.point(a.translation), mover.point(b.translation));
         let want = pos[i + 1] - pos[i];
         if (b - a).length_squared() <= 1e-12 || want.length_squared() <= 1e-12 {
             continue;
         }
         let q = weighted(arc(b - a, want), p.weight);
-        rotate_subtree(parents, model, chain[i], a, q);
+        mover.push(model, chain[i], &Motion::turn(q, a));
     }
+    mover.finish(model);
     result
 }
 
@@ -327,6 +334,10 @@ impl PoseStage for FabrikStage {
 
     fn apply(&self, input: &FabrikChain, pose: &mut StagePose<'_>) {
         let target = to_model(input.space, input.target, pose.transform);
-        solve(pose.rig.parent_indices(), pose.model, &input.params(target));
+        solve(
+            Subtrees::Baked(pose.rig.subtree_ends()),
+            pose.model,
+            &input.params(target),
+        );
     }
 }

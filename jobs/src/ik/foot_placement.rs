@@ -10,10 +10,10 @@
 //! turns about its ankle to keep its animated orientation relative to the ground, tilted by
 //! the slope (at most `max_tilt`). The weight blends all of it in and out.
 
-use super::two_bone::{TwoBoneParams, check_params as check_two_bone, solve as solve_two_bone};
+use super::two_bone::{self, ChainMotion, TwoBoneParams, check_params as check_two_bone};
 use super::{
-    arc, check_bone, check_direction, check_hierarchy, check_rest_length, check_unit_range,
-    rotate_subtree, translate_subtree, weighted,
+    Motion, Subtrees, arc, check_bone, check_direction, check_hierarchy, check_rest_length,
+    check_unit_range, translate_subtree, weighted,
 };
 use crate::asset::{Rig, Transform};
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -137,7 +137,7 @@ impl FootPlacementJob<'_> {
     /// Places the feet (nothing at weight 0).
     pub fn run(&mut self) -> FootPlacementResult {
         solve(
-            self.parents,
+            Subtrees::Parents(self.parents),
             self.model,
             &self.transform,
             self.placement,
@@ -178,6 +178,9 @@ fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError>
     check_bone(p.pelvis, parents.len())?;
     for leg in &p.legs {
         super::check_descends(parents, leg.hip, p.pelvis)?;
+        if let Some(axis) = leg.knee_axis {
+            check_direction("knee axis", axis)?;
+        }
         check_two_bone(parents, &leg_params(leg, Vec3::ZERO, p.weight))?;
         if !(leg.ankle_height.is_finite() && leg.ankle_height >= 0.0) {
             return Err(StageError::OutOfRange {
@@ -185,9 +188,6 @@ fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError>
                 value: leg.ankle_height,
                 range: "[0, ∞)",
             });
-        }
-        if let Some(axis) = leg.knee_axis {
-            check_direction("knee axis", axis)?;
         }
     }
     check_unit_range("weight", p.weight)?;
@@ -203,7 +203,7 @@ fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError>
 
 /// The solve; inputs checked.
 pub(crate) fn solve(
-    parents: &[u32],
+    tree: Subtrees<'_>,
     model: &mut [Affine3A],
     transform: &Transform,
     p: &FootPlacement,
@@ -219,49 +219,41 @@ pub(crate) fn solve(
     let world = transform.to_affine();
     let to_model = world.inverse();
     let base = transform.translation.y;
-    let pos = |model: &[Affine3A], b: usize| -> Option<Vec3> {
-        model
-            .get(b)
-            .map(|m| world.transform_point3(m.translation.into()))
-    };
-    // Each ankle's target and the ground's normal there (world space).
-    let mut targets = [(Vec3::ZERO, Vec3::Y); 2];
-    let mut reach = [0.0f32; 2];
+    // Each leg's joints in world space, before anything moves.
+    let mut joints = [[Vec3A::ZERO; 3]; 2];
     for (k, leg) in p.legs.iter().enumerate() {
-        let (Some(hip), Some(knee), Some(ankle)) = (
-            pos(model, leg.hip),
-            pos(model, leg.knee),
-            pos(model, leg.ankle),
-        ) else {
-            return result;
-        };
+        for (j, &b) in [leg.hip, leg.knee, leg.ankle].iter().enumerate() {
+            match model.get(b) {
+                Some(m) => joints[k][j] = world.transform_point3a(m.translation),
+                None => return result,
+            }
+        }
+    }
+    // Each ankle's target and the ground's normal there (world space).
+    let mut targets = [(Vec3A::ZERO, Vec3A::Y); 2];
+    let mut reach = [0.0f32; 2];
+    for (k, [hip, knee, ankle]) in joints.iter().enumerate() {
         let g = ground.ground(ankle.x, ankle.z);
-        let normal = match g.normal.try_normalize() {
+        let normal = match Vec3A::from(g.normal).try_normalize() {
             Some(n) if n.y > 0.0 && g.height.is_finite() => n,
             // A ground that says nothing usable here: the leg keeps its pose.
             _ => return result,
         };
         let clearance = ankle.y - base;
         targets[k] = (
-            Vec3::new(ankle.x, g.height, ankle.z) + normal * clearance,
+            Vec3A::new(ankle.x, g.height, ankle.z) + normal * clearance,
             normal,
         );
-        reach[k] = ((knee - hip).length() + (ankle - knee).length()) * 0.9999;
+        reach[k] = ((*knee - *hip).length() + (*ankle - *knee).length()) * 0.9999;
     }
     // The pelvis: the lower leg's need, then lower where a leg still cannot reach.
-    let need =
-        |k: usize| -> Option<f32> { pos(model, p.legs[k].ankle).map(|a| targets[k].0.y - a.y) };
-    let (Some(n0), Some(n1)) = (need(0), need(1)) else {
-        return result;
-    };
-    let mut offset = n0.min(n1);
-    for (k, leg) in p.legs.iter().enumerate() {
-        let Some(hip) = pos(model, leg.hip) else {
-            return result;
-        };
-        let q = targets[k].0 - (hip + Vec3::Y * offset);
-        if q.length() > reach[k] {
-            let disc = q.y * q.y - (q.length_squared() - reach[k] * reach[k]);
+    let need = |k: usize| targets[k].0.y - joints[k][2].y;
+    let mut offset = need(0).min(need(1));
+    for (k, [hip, ..]) in joints.iter().enumerate() {
+        let q = targets[k].0 - (*hip + Vec3A::Y * offset);
+        let q2 = q.length_squared();
+        if q2 > reach[k] * reach[k] {
+            let disc = q.y * q.y - (q2 - reach[k] * reach[k]);
             let lower = if disc >= 0.0 {
                 -q.y - disc.sqrt()
             } else {
@@ -274,29 +266,35 @@ pub(crate) fn solve(
     }
     let offset = offset * p.weight;
     result.pelvis_offset = offset;
-    let lift = Vec3A::from(to_model.transform_vector3(Vec3::Y * offset));
-    translate_subtree(parents, model, p.pelvis, lift);
+    let lift = to_model.transform_vector3a(Vec3A::Y * offset);
+    translate_subtree(tree, model, p.pelvis, lift);
     // Each leg onto its target, then its foot onto the ground's slope.
-    let up = to_model.transform_vector3(Vec3::Y).normalize();
+    let up = to_model.transform_vector3a(Vec3A::Y).normalize();
+    let cos_max_tilt = p.max_tilt.cos();
     for (k, leg) in p.legs.iter().enumerate() {
         let (target, normal) = targets[k];
-        let target = to_model.transform_point3(target);
-        let solved = solve_two_bone(parents, model, &leg_params(leg, target, p.weight));
-        result.reached[k] = solved.reached;
-        let Some(after) = model.get(leg.ankle).copied() else {
+        let params = leg_params(leg, to_model.transform_point3a(target).into(), p.weight);
+        let turns = two_bone::turns(model, &params);
+        result.reached[k] = turns.reached;
+        let Some(ankle) = model.get(leg.ankle).map(|m| m.translation) else {
             continue;
         };
-        let normal = to_model.transform_vector3(normal).normalize();
-        let mut tilt = arc(up.into(), normal.into());
-        if up.dot(normal) < p.max_tilt.cos() {
+        let normal = to_model.transform_vector3a(normal).normalize();
+        let mut tilt = arc(up, normal);
+        if up.dot(normal) < cos_max_tilt {
             let (axis, _) = tilt.to_axis_angle();
             tilt = Quat::from_axis_angle(axis, p.max_tilt);
         }
-        // Undo the leg's turn of the foot (the solve's model-space turns, start after mid),
-        // then tilt it by the slope.
-        let keep = (solved.start_correction * solved.mid_correction).inverse();
-        let q = (weighted(tilt, p.weight) * keep).normalize();
-        rotate_subtree(parents, model, leg.ankle, after.translation, q);
+        // The foot keeps its animated orientation, tilted by the slope, where the leg puts the
+        // ankle.
+        let tilt = weighted(tilt, p.weight);
+        match ChainMotion::new(model, &params, &turns) {
+            Some(leg_motion) => {
+                let foot = Motion::turn_and_move(tilt, ankle, leg_motion.mid_point(ankle));
+                leg_motion.move_bones(tree, model, &params, Some(&foot));
+            }
+            None => Motion::turn(tilt, ankle).move_subtree(tree, model, leg.ankle),
+        }
     }
     result
 }
@@ -342,7 +340,7 @@ impl<G: GroundQuery + 'static> PoseStage for FootPlacementStage<G> {
             return;
         }
         solve(
-            pose.rig.parent_indices(),
+            Subtrees::Baked(pose.rig.subtree_ends()),
             pose.model,
             &transform,
             input,

@@ -25,8 +25,9 @@
 //!   of the target; it does not depend on `weight`.
 
 use super::{
-    TargetSpace, angle_about, arc, check_bone, check_descends, check_direction, check_finite,
-    check_hierarchy, check_unit_range, local_correction, rotate_subtree, rotation_of, to_model,
+    Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
+    check_hierarchy, check_unit_range, local_correction, rotation_from_cos_sin, rotation_of,
+    to_model, turn_about, weighted,
 };
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -138,7 +139,7 @@ impl TwoBoneIkJob<'_> {
             self.model.get(self.start).map(rotation_of),
             self.model.get(self.mid).map(rotation_of),
         );
-        let turns = solve(self.parents, self.model, &params);
+        let turns = solve(Subtrees::Parents(self.parents), self.model, &params);
         match frames {
             (Some(start), Some(mid)) => TwoBoneResult {
                 start_correction: local_correction(start, turns.start_correction),
@@ -183,12 +184,22 @@ pub(crate) fn check_params(parents: &[u32], p: &TwoBoneParams) -> Result<(), Sta
 /// turns about the start and mid joints (the job turns them into local ones; the stages need
 /// neither). Degenerate geometry this frame (the target on the start joint, a bone squashed to
 /// nothing) leaves the pose as it is and reports `reached: false`.
-pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
-    let (Some(ms), Some(mm), Some(me)) = (
-        model.get(p.start).copied(),
-        model.get(p.mid).copied(),
-        model.get(p.end).copied(),
-    ) else {
+pub(crate) fn solve(
+    tree: Subtrees<'_>,
+    model: &mut [Affine3A],
+    p: &TwoBoneParams,
+) -> TwoBoneResult {
+    let result = turns(model, p);
+    if let Some(chain) = ChainMotion::new(model, p, &result) {
+        chain.move_bones(tree, model, p, None);
+    }
+    result
+}
+
+/// The solve's turns (model space), without moving anything.
+pub(crate) fn turns(model: &[Affine3A], p: &TwoBoneParams) -> TwoBoneResult {
+    let (Some(ms), Some(mm), Some(me)) = (model.get(p.start), model.get(p.mid), model.get(p.end))
+    else {
         return TwoBoneResult::NONE;
     };
     if p.weight <= 0.0 {
@@ -214,14 +225,14 @@ pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) 
     }
     let d = d.clamp((l1 - l2).abs(), chain);
 
-    // The hinge axis.
+    // The hinge axis (the mid matrix's rotation of the local axis: uniform scale expected).
     let axis = match p.mid_axis {
-        Some(local) => Vec3A::from(rotation_of(&mm) * local).normalize_or_zero(),
+        Some(local) => (mm.matrix3 * Vec3A::from(local)).normalize_or_zero(),
         None => u.cross(v).normalize_or_zero(),
     };
     let axis = if axis == Vec3A::ZERO {
         // A straight chain and no axis: any normal of the chain (the pole aligns it below).
-        Vec3A::from(Vec3::from(u).any_orthonormal_vector())
+        Vec3A::from(Vec3::from(u / l1).any_orthonormal_vector())
     } else {
         axis
     };
@@ -237,25 +248,86 @@ pub(crate) fn solve(parents: &[u32], model: &mut [Affine3A], p: &TwoBoneParams) 
     // The end's goal relative to the start: at full weight the reachable point towards the
     // target; below it, that far along the line from the end's current place, so that the
     // end nears the target steadily as the weight grows.
-    let full = st / dist * d;
-    let (full_mid, full_start, exact) = chain_pose.turns(full, p.pole_vector, 1.0, p.twist_angle);
-    let reached = exact && (full - st).length() <= 1e-4 * chain;
+    let full = st * (d / dist);
+    let (full_mid, full_start, exact) =
+        chain_pose.turns(full, d, p.pole_vector, 1.0, p.twist_angle);
+    let reached = exact && (full - st).length_squared() <= (1e-4 * chain) * (1e-4 * chain);
     let (q_mid, q_start) = if p.weight >= 1.0 {
         (full_mid, full_start)
     } else {
         let goal = (e - s).lerp(full, p.weight);
         let goal_len = goal.length().clamp((l1 - l2).abs(), chain);
         let goal = goal.try_normalize().unwrap_or(full / d) * goal_len;
-        let (q_mid, q_start, _) =
-            chain_pose.turns(goal, p.pole_vector, p.weight, p.twist_angle * p.weight);
+        let (q_mid, q_start, _) = chain_pose.turns(
+            goal,
+            goal_len,
+            p.pole_vector,
+            p.weight,
+            p.twist_angle * p.weight,
+        );
         (q_mid, q_start)
     };
-    rotate_subtree(parents, model, p.mid, m, q_mid);
-    rotate_subtree(parents, model, p.start, s, q_start);
     TwoBoneResult {
         start_correction: q_start,
         mid_correction: q_mid,
         reached,
+    }
+}
+
+/// How a solve moves the chain: everything under the start joint turns about it, and the mid
+/// joint's subtree turns about the mid joint first (the two composed, so each bone moves once).
+pub(crate) struct ChainMotion {
+    at_start: Motion,
+    at_mid: Motion,
+}
+
+impl ChainMotion {
+    /// The motion of a solve's turns; `None` for a solve that moves nothing.
+    pub(crate) fn new(
+        model: &[Affine3A],
+        p: &TwoBoneParams,
+        turns: &TwoBoneResult,
+    ) -> Option<Self> {
+        let (ms, mm) = (model.get(p.start)?, model.get(p.mid)?);
+        if *turns == TwoBoneResult::NONE {
+            return None;
+        }
+        let at_start = Motion::turn(turns.start_correction, ms.translation);
+        let at_mid = Motion::turn(turns.mid_correction, mm.translation).then(&at_start);
+        Some(Self { at_start, at_mid })
+    }
+
+    /// Where a point of the mid joint's subtree (the end joint, say) goes.
+    pub(crate) fn mid_point(&self, x: Vec3A) -> Vec3A {
+        self.at_mid.point(x)
+    }
+
+    /// Moves the bones under the start joint; the end joint's subtree by `end` instead, when
+    /// given (foot placement sets the foot itself).
+    pub(crate) fn move_bones(
+        &self,
+        tree: Subtrees<'_>,
+        model: &mut [Affine3A],
+        p: &TwoBoneParams,
+        end: Option<&Motion>,
+    ) {
+        // Each subtree is one run inside its ancestor's (depth-first parents): start's holds
+        // mid's, which holds end's.
+        let start_end = tree.end(p.start).max(p.start);
+        let mid = p.mid.clamp(p.start, start_end);
+        let mid_end = tree.end(p.mid).clamp(mid, start_end);
+        self.at_start.move_bones(model, p.start..mid);
+        match end {
+            Some(end_motion) => {
+                let end = p.end.clamp(mid, mid_end);
+                let end_end = tree.end(p.end).clamp(end, mid_end);
+                self.at_mid.move_bones(model, mid..end);
+                end_motion.move_bones(model, end..end_end);
+                self.at_mid.move_bones(model, end_end..mid_end);
+            }
+            None => self.at_mid.move_bones(model, mid..mid_end),
+        }
+        self.at_start.move_bones(model, mid_end..start_end);
     }
 }
 
@@ -273,50 +345,65 @@ struct Chain {
 
 impl Chain {
     /// The mid and start turns (model space, about their joints) that put the end at
-    /// `s + goal` (`|goal|` within reach), with the hinge turned `pole_share` of the way
+    /// `s + goal` (`d = |goal|`, within reach), with the hinge turned `pole_share` of the way
     /// towards the pole about the start–goal line, then by `twist` about it; and whether the
     /// hinge could make the distance exactly.
     fn turns(
         &self,
         goal: Vec3A,
+        d: f32,
         pole: Option<Vec3>,
         pole_share: f32,
         twist: f32,
     ) -> (Quat, Quat, bool) {
         let (u, v, axis) = (self.u, self.v, self.axis);
-        let d = goal.length();
         // Hinge: turn `v` about the axis so that |u − v'| = d, exactly, for any axis that is
-        // not along a bone (law of cosines on the bones' parts normal to the axis).
-        let (q_mid, exact) = match angle_about(axis, u, v) {
-            Some(theta0) => {
-                let (ua, va) = (u.dot(axis), v.dot(axis));
-                let un = (u.length_squared() - ua * ua).max(0.0).sqrt();
-                let vn = (v.length_squared() - va * va).max(0.0).sqrt();
-                let want = 0.5 * (self.l1 * self.l1 + self.l2 * self.l2 - d * d) - ua * va;
-                let c = want / (un * vn);
-                let theta = c.clamp(-1.0, 1.0).acos();
-                let theta = if theta0 >= 0.0 { theta } else { -theta };
-                (
-                    Quat::from_axis_angle(axis.into(), theta - theta0),
-                    c.abs() <= 1.0 + 1e-4,
-                )
-            }
-            None => (Quat::IDENTITY, false),
+        // not along a bone (law of cosines on the bones' parts `a`, `b` normal to the axis).
+        // With θ0 the angle from `a` to `b` and θ the one wanted (on θ0's side), the turn is
+        // θ − θ0, found from their cosines and sines. The hinge's reach is [√lo, √hi]; within
+        // rounding of its ends the chain is straight or folded exactly (there sin θ grows like
+        // the square root of the distance's error).
+        let (ua, va) = (u.dot(axis), v.dot(axis));
+        let (a, b) = (u - axis * ua, v - axis * va);
+        let (an2, bn2) = (a.length_squared(), b.length_squared());
+        let tiny = 1e-12 * (u.length_squared() + v.length_squared()).max(f32::MIN_POSITIVE);
+        let (q_mid, exact) = if an2 > tiny && bn2 > tiny {
+            let nn = (an2 * bn2).sqrt();
+            let d2 = d * d;
+            let c = (0.5 * (self.l1 * self.l1 + self.l2 * self.l2 - d2) - ua * va) / nn;
+            let k = (ua - va) * (ua - va);
+            let (lo, hi) = (an2 + bn2 - 2.0 * nn + k, an2 + bn2 + 2.0 * nn + k);
+            let slack = 8.0 * f32::EPSILON * hi;
+            let (cos, sin) = if d2 >= hi - slack {
+                (-1.0, 0.0)
+            } else if d2 <= lo + slack {
+                (1.0, 0.0)
+            } else {
+                let c = c.clamp(-1.0, 1.0);
+                (c, ((1.0 - c) * (1.0 + c)).sqrt())
+            };
+            let (cos0, sin0) = (a.dot(b) / nn, a.cross(b).dot(axis) / nn);
+            let sin = if sin0 >= 0.0 { sin } else { -sin };
+            (
+                rotation_from_cos_sin(axis, cos * cos0 + sin * sin0, sin * cos0 - cos * sin0),
+                c.abs() <= 1.0 + 1e-4,
+            )
+        } else {
+            (Quat::IDENTITY, false)
         };
         // Start: swing the new end onto the goal, then the pole, then the twist.
         let e1 = self.m + q_mid * v - self.s;
         let Some(dir) = goal.try_normalize() else {
             return (q_mid, Quat::IDENTITY, false);
         };
-        let q_swing = match e1.try_normalize() {
-            Some(_) => arc(e1, goal),
-            None => Quat::IDENTITY,
+        let q_swing = if e1.length_squared() > 0.0 {
+            arc(e1, goal)
+        } else {
+            Quat::IDENTITY
         };
         let q_pole = match pole {
-            Some(pole) => angle_about(dir, q_swing * (self.m - self.s), pole.into())
-                .map_or(Quat::IDENTITY, |a| {
-                    Quat::from_axis_angle(dir.into(), a * pole_share)
-                }),
+            Some(pole) => turn_about(dir, q_swing * (self.m - self.s), pole.into())
+                .map_or(Quat::IDENTITY, |q| weighted(q, pole_share)),
             None => Quat::IDENTITY,
         };
         let q_start = if twist == 0.0 {
@@ -405,6 +492,10 @@ impl PoseStage for TwoBoneIkStage {
 
     fn apply(&self, input: &TwoBoneIk, pose: &mut StagePose<'_>) {
         let target = to_model(input.space, input.target, pose.transform);
-        solve(pose.rig.parent_indices(), pose.model, &input.params(target));
+        solve(
+            Subtrees::Baked(pose.rig.subtree_ends()),
+            pose.model,
+            &input.params(target),
+        );
     }
 }
