@@ -329,10 +329,16 @@ enum Tasks<V> {
 }
 
 impl<V> Tasks<V> {
-    fn push(&mut self, v: V) {
+    /// Adds `v`; the list of several is allocated for `bound` entries.
+    fn push(&mut self, v: V, bound: usize) {
         *self = match std::mem::replace(self, Tasks::None) {
             Tasks::None => Tasks::One(v),
-            Tasks::One(first) => Tasks::Many(vec![first, v]),
+            Tasks::One(first) => {
+                let mut all = Vec::with_capacity(bound.max(2));
+                all.push(first);
+                all.push(v);
+                Tasks::Many(all)
+            }
             Tasks::Many(mut all) => {
                 all.push(v);
                 Tasks::Many(all)
@@ -502,11 +508,26 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
         });
     }
 
-    /// The matching chunks, without a heap allocation when there is at most one.
+    /// The matching chunks, without a heap allocation when there is at most one, and with one
+    /// allocation (of at most [`Query::chunk_bound`] entries) otherwise.
     fn tasks(&self) -> Tasks<Visit<<Q::Fetch as Fetch>::State>> {
         let mut tasks = Tasks::None;
-        self.visit(|_, _, v| tasks.push(v));
+        let bound = self.chunk_bound();
+        self.visit(|_, _, v| tasks.push(v, bound));
         tasks
+    }
+
+    /// An upper bound of the matching chunks: every used chunk of every non-empty archetype.
+    /// Chunk lists are allocated at this size once instead of grown by doubling, so a frame's
+    /// queries allocate the same few block sizes every frame (the allocator reuses them, where
+    /// blocks of changing sizes, freed on other threads, fragment it).
+    fn chunk_bound(&self) -> usize {
+        self.store
+            .archetypes
+            .iter()
+            .filter(|a| a.len > 0)
+            .map(|a| a.used_chunks())
+            .sum()
     }
 
     /// Calls `f` for every matching chunk in parallel on rayon (one task per chunk). Use
@@ -544,7 +565,7 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
     pub fn chunks(&mut self) -> Vec<QueryChunk<'_, Q>> {
         let store = self.store;
         let frame = store.frame;
-        let mut views = Vec::new();
+        let mut views = Vec::with_capacity(self.chunk_bound());
         self.visit(|archetype, chunk, v| {
             // SAFETY: `chunk` belongs to the archetype the state was prepared for.
             let ptr = unsafe { Q::Fetch::ptr(v.state, chunk, frame) };
