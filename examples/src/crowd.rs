@@ -247,6 +247,22 @@ impl Model {
     pub(crate) fn name(&self) -> &str {
         &self.name
     }
+
+    /// Curves over all the model's clips: room enough for any entity's [`CurveValues`].
+    fn curve_count(&self) -> usize {
+        let clips: Vec<&Arc<Clip>> = match &self.kind {
+            ModelKind::Builtin {
+                walk,
+                run,
+                wave,
+                breathe,
+                idle,
+                ..
+            } => vec![walk, run, wave, breathe, idle],
+            ModelKind::Gltf { clips, .. } => clips.iter().collect(),
+        };
+        clips.iter().map(|c| c.curves().len()).sum()
+    }
 }
 
 pub(crate) enum ModelKind {
@@ -616,7 +632,7 @@ fn controlled(b: CrowdBundle, state: ControllerState) -> ControlledBundle {
     let (rig, _, lw, slot, cursors, skin, transform, root, events, curves) = b;
     (
         rig,
-        Animations::default(),
+        state.animation_list(),
         lw,
         slot,
         cursors,
@@ -686,8 +702,10 @@ pub(crate) fn character(
         SkinRef::new(model.mesh.clone()),
         EntityTransform(Transform::new(Vec3::new(x, 0.0, z), heading, Vec3::ONE)),
         RootMotion::default(),
-        FiredEvents::default(),
-        CurveValues::default(),
+        // Sized here, on the thread that spawns, not by the frame's workers (see
+        // `ControllerState::new`).
+        FiredEvents(Vec::with_capacity(8)),
+        CurveValues::with_capacity(model.curve_count()),
     )
 }
 

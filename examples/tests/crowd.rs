@@ -52,17 +52,11 @@ fn summary_reports_every_job_events_and_root_motion() {
             && s.frame_min <= s.frame_median
             && s.frame_median <= s.frame_max
     );
-    // Frame buffers: the 45-bone bone table (8 B a bone), the palette (48 B an entry) and a
-    // few per-entity counts; no local or model poses.
+    // Frame buffers: the palette (48 B an entry) and a few per-entity counts; no local or
+    // model poses, and no bone table (no node reads it).
     assert!(s.state_bytes_per_character > 100);
-    let (b, table_and_palette) = (
-        s.frame_bytes_per_character,
-        45 * 8 + s.palette_per_character * 48,
-    );
-    assert!(
-        (table_and_palette..table_and_palette + 64).contains(&b),
-        "{b} B"
-    );
+    let (b, palette) = (s.frame_bytes_per_character, s.palette_per_character * 48);
+    assert!((palette..palette + 64).contains(&b), "{b} B");
     let text = format_summary(&s);
     for needle in [
         "frame time",

@@ -240,6 +240,14 @@ pub struct CurveValues {
 }
 
 impl CurveValues {
+    /// No value yet, with room for `curves` distinct curves: reserved at spawn, so that job 5
+    /// fills it without allocating on its worker threads.
+    pub fn with_capacity(curves: usize) -> Self {
+        Self {
+            values: Vec::with_capacity(curves),
+            weights: Vec::with_capacity(curves),
+        }
+    }
     /// The value of a named curve.
     pub fn get(&self, name: &str) -> Option<f32> {
         let h = crate::asset::bone_hash(name);
