@@ -8,11 +8,7 @@
 //! heap (counted by this binary's global allocator). Exits with status 1 and the reason on the
 //! first failure.
 //!
-//! With glibc's default arenas (one per thread) the resident set grows by a few per cent under
-//! the soak's churn while the live heap stays flat: the per-thread arenas fragment (figures in
-//! BENCHMARKS.md, "Soak"). One arena holds it within the limit:
-//!
-//! `MALLOC_ARENA_MAX=1 cargo run --release --example soak -- --minutes 10`
+//! `cargo run --release --example soak -- --minutes 10` (figures in BENCHMARKS.md, "Soak").
 
 use clap::Parser;
 use sinew_examples::soak::{SoakOptions, format_report, run_soak};

@@ -704,7 +704,7 @@ pub(crate) fn character(
         RootMotion::default(),
         // Sized here, on the thread that spawns, not by the frame's workers (see
         // `ControllerState::new`).
-        FiredEvents(Vec::with_capacity(8)),
+        FiredEvents(Vec::with_capacity(4)),
         CurveValues::with_capacity(model.curve_count()),
     )
 }

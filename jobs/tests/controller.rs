@@ -1122,9 +1122,9 @@ fn per_entity_state_is_small() {
     let f = fixture();
     let raw = a_to_b(RawTransition::to("B").when(RawCondition::trigger("jump")));
     let mut s = f.state(&raw);
-    // 2 parameters, 1 layer, an event buffer with room for 4 events (reserved at creation).
+    // 2 parameters, 1 layer, an event buffer with room for an event (reserved at creation).
     let inline = std::mem::size_of::<ControllerState>();
-    let events = 4 * std::mem::size_of::<sinew_jobs::controller::ControllerEvent>();
+    let events = std::mem::size_of::<sinew_jobs::controller::ControllerEvent>();
     assert_eq!(
         s.bytes(),
         inline + 2 * 4 + ControllerState::LAYER_BYTES + events

@@ -200,21 +200,21 @@ impl ControllerState {
                 .iter()
                 .map(|l| LayerRun::new(l.weight))
                 .collect(),
-            // Room for a busy frame's events (enter, exit, transition start and end per layer),
-            // reserved here, where the entity is made, rather than by the worker thread of its
-            // first frame: memory allocated on one thread and freed on another (despawn) is
-            // what fragments per-thread allocator arenas under churn.
-            events: Vec::with_capacity(4 * controller.layers.len()),
+            // Room for an event per layer, reserved here, where the entity is made, rather than
+            // by the worker thread of its first frame: memory allocated on one thread and freed
+            // on another (despawn) is what fragments per-thread allocator arenas under churn.
+            events: Vec::with_capacity(controller.layers.len()),
             controller,
             transitions_started: 0,
         })
     }
 
-    /// An empty animation list with room for what the controller lists in a transition (per
-    /// layer: its largest motion's clips, for the source and the target state), for the
-    /// entity's [`Animations`] at spawn: the controller then fills it without allocating, on
-    /// whichever worker thread runs it (an interrupted transition, which keeps up to
-    /// [`MAX_FADING_STATES`] states fading, grows it once).
+    /// An empty animation list with room for what the controller lists outside transitions
+    /// (per layer, its largest motion's clips), for the entity's [`Animations`] at spawn: the
+    /// controller fills it without allocating on whichever worker thread runs it, and a
+    /// transition (two states' clips, up to [`MAX_FADING_STATES`] more when interrupted)
+    /// grows it once. Room for every case would cost its memory on every entity, and more
+    /// scattered memory slows the nodes that walk the crowd.
     pub fn animation_list(&self) -> Animations {
         let room: usize = self
             .controller
@@ -222,7 +222,7 @@ impl ControllerState {
             .iter()
             .map(|l| {
                 let leaves = l.states.iter().filter_map(|s| s.motion.as_ref());
-                leaves.map(|m| m.leaves.len()).max().unwrap_or(0) * 2
+                leaves.map(|m| m.leaves.len()).max().unwrap_or(0)
             })
             .sum();
         Animations::new(Vec::with_capacity(room))
