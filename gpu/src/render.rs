@@ -474,11 +474,7 @@ impl CrowdRenderer {
         ctx: &GpuContext,
         lists: &[&[ActiveMorph]],
     ) -> Result<(), GpuError> {
-        match &mut self.morphs {
-            Some(m) => m.write(ctx, self.morph_targets, lists)?,
-            None => self.morphs = Some(MorphInstances::new(ctx, self.morph_targets, lists)?),
-        }
-        Ok(())
+        MorphInstances::set(&mut self.morphs, ctx, self.morph_targets, lists)
     }
 
     /// Drops the morph lists: instances draw the bind shape.

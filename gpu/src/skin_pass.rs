@@ -138,6 +138,26 @@ impl MorphInstances {
         })
     }
 
+    /// `slot`'s lists replaced by `lists` ([`MorphInstances::write`]), or made
+    /// ([`MorphInstances::new`]) when it has none: the renderers' `set_morphs`.
+    ///
+    /// # Errors
+    /// As [`MorphInstances::new`].
+    pub(crate) fn set(
+        slot: &mut Option<Self>,
+        ctx: &GpuContext,
+        targets: u32,
+        lists: &[&[ActiveMorph]],
+    ) -> Result<(), GpuError> {
+        match slot {
+            Some(m) => m.write(ctx, targets, lists),
+            None => {
+                *slot = Some(Self::new(ctx, targets, lists)?);
+                Ok(())
+            }
+        }
+    }
+
     /// Replaces the lists (the next frame's), writing into the existing buffer when it is
     /// large enough (one `queue.write_buffer`) and growing it otherwise.
     ///
