@@ -2,13 +2,17 @@
 //! [`LocalPoses`], the model stages between job 7 and job 9 over [`ModelPoses`].
 
 use super::frame_ranges::*;
+use crate::asset::{Rig, Transform};
 use crate::component::{Animations, EntityTransform, FrameSlot, LayerWeights, RigRef};
 use crate::frame::{LocalPoses, ModelPoses, split_ranges};
 use crate::pose_stage::{
-    LocalPose, LocalPoseMut, LocalStagePose, PoseStages, StagePoint, StagePose, bind_chunk,
+    ChunkStage, LocalPose, LocalPoseMut, LocalStagePose, PoseStages, StagePoint, StagePose,
+    bind_chunk,
 };
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
+use sinew_runtime::store::Entity;
+use std::ops::Range;
 
 #[derive(Debug)]
 pub(super) struct PoseStagesNode {
@@ -81,35 +85,17 @@ impl Node for PoseStagesNode {
             let mut local = ctx.resource_mut::<LocalPoses>()?;
             let pieces = split_ranges(&mut local.0, &ranges)
                 .ok_or_else(|| NodeError::new("pose stages: bone ranges do not fit local poses"))?;
-            rows.into_par_iter()
-                .zip(pieces)
-                .zip(ranges)
-                .zip(&bound)
-                .for_each(
-                    |((((entities, (rigs, slots, transforms)), piece), range), stages)| {
-                        if stages.is_empty() {
-                            return;
-                        }
-                        for (row, ((&entity, rig), slot)) in
-                            entities.iter().zip(rigs).zip(slots).enumerate()
-                        {
-                            let start = (slot.bone_offset as usize).wrapping_sub(range.0);
-                            let end = start.wrapping_add(slot.bone_count as usize);
-                            let Some(local) = piece.get_mut(start..end) else {
-                                continue;
-                            };
-                            let mut pose = LocalStagePose {
-                                entity,
-                                rig: &rig.0,
-                                local: LocalPoseMut::aos(local),
-                                transform: transforms.and_then(|t| t.get(row)).map(|t| &t.0),
-                            };
-                            for stage in stages {
-                                stage.apply_local(row, &mut pose);
-                            }
-                        }
-                    },
-                );
+            each_entity(rows, pieces, &ranges, &bound, |visit, local| {
+                let mut pose = LocalStagePose {
+                    entity: visit.entity,
+                    rig: visit.rig,
+                    local: LocalPoseMut::aos(local),
+                    transform: visit.transform,
+                };
+                for stage in visit.stages {
+                    stage.apply_local(visit.row, &mut pose);
+                }
+            });
             return Ok(());
         }
         let local = ctx.resource::<LocalPoses>()?;
@@ -117,39 +103,80 @@ impl Node for PoseStagesNode {
         let pieces = split_ranges(&mut model.0, &ranges)
             .ok_or_else(|| NodeError::new("pose stages: bone ranges do not fit model poses"))?;
         let local = &local.0;
-        rows.into_par_iter()
-            .zip(pieces)
-            .zip(ranges)
-            .zip(&bound)
-            .for_each(
-                |((((entities, (rigs, slots, transforms)), piece), range), stages)| {
-                    if stages.is_empty() {
-                        return;
-                    }
-                    for (row, ((&entity, rig), slot)) in
-                        entities.iter().zip(rigs).zip(slots).enumerate()
-                    {
-                        let start = slot.bone_offset as usize;
-                        let end = start + slot.bone_count as usize;
-                        let (Some(model), Some(local)) = (
-                            piece.get_mut(start.wrapping_sub(range.0)..end.wrapping_sub(range.0)),
-                            local.get(start..end),
-                        ) else {
-                            continue;
-                        };
-                        let mut pose = StagePose {
-                            entity,
-                            rig: &rig.0,
-                            local: LocalPose::aos(local),
-                            model,
-                            transform: transforms.and_then(|t| t.get(row)).map(|t| &t.0),
-                        };
-                        for stage in stages {
-                            stage.apply(row, &mut pose);
-                        }
-                    }
-                },
-            );
+        each_entity(rows, pieces, &ranges, &bound, |visit, model| {
+            let Some(local) = local.get(visit.bones.clone()) else {
+                return;
+            };
+            let mut pose = StagePose {
+                entity: visit.entity,
+                rig: visit.rig,
+                local: LocalPose::aos(local),
+                model,
+                transform: visit.transform,
+            };
+            for stage in visit.stages {
+                stage.apply(visit.row, &mut pose);
+            }
+        });
         Ok(())
     }
 }
+
+/// One entity of a chunk that binds stages, for [`each_entity`]'s closure.
+struct EntityVisit<'a> {
+    stages: &'a [Box<dyn ChunkStage + 'a>],
+    row: usize,
+    entity: Entity,
+    rig: &'a Rig,
+    transform: Option<&'a Transform>,
+    /// Its flat bones.
+    bones: Range<usize>,
+}
+
+/// Calls `visit` for every entity of every chunk that binds a stage, in parallel over chunks,
+/// with the entity's piece of the flat buffer split into `pieces` (chunk `k`'s piece covers
+/// flat bones `ranges[k]`).
+fn each_entity<'a, T: Send>(
+    rows: Vec<ChunkRows<'a>>,
+    pieces: Vec<&mut [T]>,
+    ranges: &[(usize, usize)],
+    bound: &'a [Vec<Box<dyn ChunkStage + 'a>>],
+    visit: impl Fn(&EntityVisit<'_>, &mut [T]) + Sync,
+) {
+    rows.into_par_iter()
+        .zip(pieces)
+        .zip(ranges)
+        .zip(bound)
+        .for_each(
+            |((((entities, (rigs, slots, transforms)), piece), range), stages)| {
+                if stages.is_empty() {
+                    return;
+                }
+                for (row, ((&entity, rig), slot)) in
+                    entities.iter().zip(rigs).zip(slots).enumerate()
+                {
+                    let start = slot.bone_offset as usize;
+                    let bones = start..start + slot.bone_count as usize;
+                    let local = bones.start.wrapping_sub(range.0)..bones.end.wrapping_sub(range.0);
+                    let Some(own) = piece.get_mut(local) else {
+                        continue;
+                    };
+                    let entity = EntityVisit {
+                        stages,
+                        row,
+                        entity,
+                        rig: &rig.0,
+                        transform: transforms.and_then(|t| t.get(row)).map(|t| &t.0),
+                        bones,
+                    };
+                    visit(&entity, own);
+                }
+            },
+        );
+}
+
+/// A chunk's entities and the columns the stage nodes read.
+type ChunkRows<'a> = (
+    &'a [Entity],
+    (&'a [RigRef], &'a [FrameSlot], Option<&'a [EntityTransform]>),
+);
