@@ -471,23 +471,9 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args: Args = match sinew_examples::cli::parse_args("baked") {
         Ok(a) => a,
-        Err(e) => {
-            if e.use_stderr() {
-                let msg = e.to_string();
-                eprintln!(
-                    "baked: {}",
-                    msg.lines()
-                        .next()
-                        .unwrap_or("bad arguments")
-                        .trim_start_matches("error: ")
-                );
-                return ExitCode::from(2);
-            }
-            print!("{e}");
-            return ExitCode::SUCCESS;
-        }
+        Err(code) => return code,
     };
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,

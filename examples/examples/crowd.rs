@@ -77,24 +77,9 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args: Args = match sinew_examples::cli::parse_args("crowd") {
         Ok(a) => a,
-        Err(e) => {
-            // --help and --version print and exit 0; errors print one line (clap's first).
-            if e.use_stderr() {
-                let msg = e.to_string();
-                eprintln!(
-                    "crowd: {}",
-                    msg.lines()
-                        .next()
-                        .unwrap_or("bad arguments")
-                        .trim_start_matches("error: ")
-                );
-                return ExitCode::from(2);
-            }
-            print!("{e}");
-            return ExitCode::SUCCESS;
-        }
+        Err(code) => return code,
     };
     let opts = CrowdOptions {
         count: args.count,

@@ -42,23 +42,9 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args: Args = match sinew_examples::cli::parse_args("pose") {
         Ok(a) => a,
-        Err(e) if e.use_stderr() => {
-            eprintln!(
-                "pose: {}",
-                e.to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or("bad arguments")
-                    .trim_start_matches("error: ")
-            );
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            print!("{e}");
-            return ExitCode::SUCCESS;
-        }
+        Err(code) => return code,
     };
     match run(&args) {
         Ok(v) => {

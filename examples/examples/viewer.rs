@@ -53,23 +53,9 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args: Args = match sinew_examples::cli::parse_args("viewer") {
         Ok(a) => a,
-        Err(e) => {
-            if e.use_stderr() {
-                let msg = e.to_string();
-                eprintln!(
-                    "viewer: {}",
-                    msg.lines()
-                        .next()
-                        .unwrap_or("bad arguments")
-                        .trim_start_matches("error: ")
-                );
-                return ExitCode::from(2);
-            }
-            print!("{e}");
-            return ExitCode::SUCCESS;
-        }
+        Err(code) => return code,
     };
     let opts = ViewerOptions {
         count: args.count,

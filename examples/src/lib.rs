@@ -3,6 +3,7 @@
 //! device (`engine_device`), the soak run of the default crowd (`soak`), the crowd in a window
 //! (`viewer`), and the IK cases of `cargo run --example ik` (`ik_cases`).
 
+pub mod cli;
 pub mod crowd;
 pub mod crowd_gpu;
 pub mod engine_device;
