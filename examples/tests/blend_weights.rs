@@ -2,44 +2,15 @@
 //! JSON answer on stdout; invalid layouts answer `{"error": ...}` with a non-zero status.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
 
+mod common;
+
 use serde_json::Value;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-/// The example binary, built by cargo for this test's profile in the same target directory.
 fn binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let profile_dir = exe.parent().unwrap().parent().unwrap();
-            let profile = match profile_dir.file_name().unwrap().to_str().unwrap() {
-                "debug" => "dev",
-                other => other,
-            };
-            let status = Command::new(env!("CARGO"))
-                .args([
-                    "build",
-                    "-q",
-                    "-p",
-                    "sinew-examples",
-                    "--example",
-                    "blend_weights",
-                ])
-                .args(["--profile", profile])
-                .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
-                .status()
-                .unwrap();
-            assert!(
-                status.success(),
-                "cargo build --example blend_weights failed"
-            );
-            profile_dir
-                .join("examples")
-                .join(format!("blend_weights{}", std::env::consts::EXE_SUFFIX))
-        })
-        .clone()
+    common::example_binary("blend_weights")
 }
 
 fn ask(request: &str) -> (bool, Value) {

@@ -4,34 +4,15 @@
 //! `node.weights`, else `mesh.weights`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
 
+mod common;
+
 use glam::{Mat4, Vec3};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The example binary, built by cargo for this test's profile in the same target directory.
 fn pose_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let profile_dir = exe.parent().unwrap().parent().unwrap();
-            let profile = match profile_dir.file_name().unwrap().to_str().unwrap() {
-                "debug" => "dev",
-                other => other,
-            };
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "sinew-examples", "--example", "pose"])
-                .args(["--profile", profile])
-                .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
-                .status()
-                .unwrap();
-            assert!(status.success(), "cargo build --example pose failed");
-            profile_dir
-                .join("examples")
-                .join(format!("pose{}", std::env::consts::EXE_SUFFIX))
-        })
-        .clone()
+    common::example_binary("pose")
 }
 
 fn pose(file: &str, clip: &str, time: f32) -> Value {

@@ -4,6 +4,8 @@
 //! non-zero exit status.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests unwrap: a failure is the test failing
 
+mod common;
+
 use glam::Vec3;
 use sinew_jobs::deform::{BakeOptions, Kernel, RbfDeformer, bake};
 use std::path::{Path, PathBuf};
@@ -16,32 +18,8 @@ fn assets() -> PathBuf {
     sinew_fixtures::asset_path("rbf").unwrap()
 }
 
-/// The example binary, built (or found up to date) by cargo for the profile this test was
-/// built with, in the same target directory.
 fn rbf_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let profile_dir = exe.parent().unwrap().parent().unwrap();
-            let profile = match profile_dir.file_name().unwrap().to_str().unwrap() {
-                "debug" => "dev",
-                other => other,
-            };
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "sinew-examples", "--example", "rbf"])
-                .args(["--profile", profile])
-                .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
-                .status()
-                .unwrap();
-            assert!(status.success(), "cargo build --example rbf failed");
-            let bin = profile_dir
-                .join("examples")
-                .join(format!("rbf{}", std::env::consts::EXE_SUFFIX));
-            assert!(bin.exists(), "{} not built", bin.display());
-            bin
-        })
-        .clone()
+    common::example_binary("rbf")
 }
 
 fn scratch(name: &str) -> PathBuf {

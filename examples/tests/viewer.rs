@@ -10,30 +10,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests unwrap
 
+mod common;
+
 use glam::Vec3;
 use sinew_gpu::context::{GpuContext, GpuError};
 use sinew_gpu::render::Camera;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The example binary, built (or found up to date) by cargo for this test's profile.
 fn viewer_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let profile = match profile_dir.file_name().unwrap().to_str().unwrap() {
-        "debug" => "dev",
-        other => other,
-    };
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "sinew-examples", "--example", "viewer"])
-        .args(["--profile", profile])
-        .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
-        .status()
-        .unwrap();
-    assert!(status.success(), "cargo build --example viewer failed");
-    profile_dir
-        .join("examples")
-        .join(format!("viewer{}", std::env::consts::EXE_SUFFIX))
+    common::example_binary("viewer")
 }
 
 fn has_xvfb_run() -> bool {
