@@ -49,12 +49,12 @@ pub struct ChainScratch {
 /// chunk row of the run's first entity (where the stages find its input). The default is none.
 #[derive(Clone, Copy, Default)]
 pub struct ChunkStages<'a> {
-    stages: &'a [Box<dyn ChunkStage + 'a>],
+    stages: &'a [&'a dyn ChunkStage],
     row_base: usize,
 }
 
 impl<'a> ChunkStages<'a> {
-    pub(crate) fn new(stages: &'a [Box<dyn ChunkStage + 'a>]) -> Self {
+    pub(crate) fn new(stages: &'a [&'a dyn ChunkStage]) -> Self {
         Self {
             stages,
             row_base: 0,

@@ -20,6 +20,7 @@
 use crate::asset::{Rig, Transform};
 use crate::error::JobError;
 use crate::math::soa::{LANES, SoaTransform};
+use bumpalo::Bump;
 use glam::Affine3A;
 use sinew_runtime::graph::{Access, NodeContext, NodeError};
 use sinew_runtime::store::{ArchetypeId, ChunkId, Component, ComponentView, Entity};
@@ -460,8 +461,14 @@ impl<S: AnyStage> ErasedStage for S {
 
 /// One frame's view of a stage's input component.
 pub(crate) trait StageView {
-    /// The stage over one store chunk, when the chunk's entities have its input.
-    fn chunk(&self, archetype: ArchetypeId, chunk: ChunkId) -> Option<Box<dyn ChunkStage + '_>>;
+    /// The stage over one store chunk, when the chunk's entities have its input, made in the
+    /// node's frame arena (no heap allocation per chunk and frame).
+    fn chunk<'s>(
+        &'s self,
+        arena: &'s Bump,
+        archetype: ArchetypeId,
+        chunk: ChunkId,
+    ) -> Option<&'s dyn ChunkStage>;
 }
 
 struct View<'a, S: AnyStage> {
@@ -470,9 +477,14 @@ struct View<'a, S: AnyStage> {
 }
 
 impl<S: AnyStage> StageView for View<'_, S> {
-    fn chunk(&self, archetype: ArchetypeId, chunk: ChunkId) -> Option<Box<dyn ChunkStage + '_>> {
+    fn chunk<'s>(
+        &'s self,
+        arena: &'s Bump,
+        archetype: ArchetypeId,
+        chunk: ChunkId,
+    ) -> Option<&'s dyn ChunkStage> {
         let inputs = self.inputs.chunk_column(archetype, chunk)?;
-        Some(Box::new(Column {
+        Some(arena.alloc(Column {
             stage: self.stage,
             inputs,
         }))
@@ -521,14 +533,18 @@ impl<S: AnyStage> ChunkStage for Column<'_, S> {
     }
 }
 
-/// The installed stages bound to one chunk: those whose input the chunk has.
+/// The installed stages at `points` bound to one chunk (those whose input the chunk has), in
+/// the node's frame arena.
 pub(crate) fn bind_chunk<'s>(
     views: &'s [Box<dyn StageView + 's>],
+    arena: &'s Bump,
     archetype: ArchetypeId,
     chunk: ChunkId,
-) -> Vec<Box<dyn ChunkStage + 's>> {
-    views
+    points: impl Fn(StagePoint) -> bool,
+) -> &'s [&'s dyn ChunkStage] {
+    let bound = views
         .iter()
-        .filter_map(|v| v.chunk(archetype, chunk))
-        .collect()
+        .filter_map(|v| v.chunk(arena, archetype, chunk))
+        .filter(|s| points(s.point()));
+    bumpalo::collections::Vec::from_iter_in(bound, arena).into_bump_slice()
 }

@@ -76,7 +76,15 @@ impl Node for PoseChainNode {
         let views = self.stages.views(ctx)?;
         let bound: Vec<_> = chunks
             .iter()
-            .map(|c| bind_chunk(&views, c.archetype_id(), c.chunk_id()))
+            .map(|c| {
+                bind_chunk(
+                    &views,
+                    ctx.scratch(),
+                    c.archetype_id(),
+                    c.chunk_id(),
+                    |_| true,
+                )
+            })
             .collect();
         let bone_ranges: Vec<(usize, usize)> = chunks
             .iter()

@@ -57,12 +57,11 @@ impl Node for PoseStagesNode {
             .with::<LayerWeights>();
         let chunks = q.chunks();
         let point = self.point;
-        let bound: Vec<Vec<_>> = chunks
+        let bound: Vec<_> = chunks
             .iter()
             .map(|c| {
-                let mut stages = bind_chunk(&views, c.archetype_id(), c.chunk_id());
-                stages.retain(|s| s.point() == point);
-                stages
+                let (a, k) = (c.archetype_id(), c.chunk_id());
+                bind_chunk(&views, ctx.scratch(), a, k, |p| p == point)
             })
             .collect();
         let ranges: Vec<(usize, usize)> = chunks
@@ -75,7 +74,7 @@ impl Node for PoseStagesNode {
             .zip(&bound)
             .try_for_each(|((entities, (rigs, _, _)), stages)| {
                 for (row, (&entity, rig)) in entities.iter().zip(rigs.iter()).enumerate() {
-                    for stage in stages {
+                    for stage in stages.iter() {
                         stage.check(row, entity, &rig.0)?;
                     }
                 }
@@ -124,7 +123,7 @@ impl Node for PoseStagesNode {
 
 /// One entity of a chunk that binds stages, for [`each_entity`]'s closure.
 struct EntityVisit<'a> {
-    stages: &'a [Box<dyn ChunkStage + 'a>],
+    stages: &'a [&'a dyn ChunkStage],
     row: usize,
     entity: Entity,
     rig: &'a Rig,
@@ -140,7 +139,7 @@ fn each_entity<'a, T: Send>(
     rows: Vec<ChunkRows<'a>>,
     pieces: Vec<&mut [T]>,
     ranges: &[(usize, usize)],
-    bound: &'a [Vec<Box<dyn ChunkStage + 'a>>],
+    bound: &'a [&'a [&'a dyn ChunkStage]],
     visit: impl Fn(&EntityVisit<'_>, &mut [T]) + Sync,
 ) {
     rows.into_par_iter()
