@@ -259,7 +259,6 @@ pub(crate) fn additive_apply(
 
 /// Lane `l`'s weights of a per-bone weight list starting at bone `first` (0 past its end).
 #[inline(always)]
-#[inline(always)]
 pub(crate) fn lane_weights(weights: &[f32], first: usize) -> f32x8 {
     // A whole block is one load; only a rig's last block, when its bone count is not a
     // multiple of the lane count, reads lane by lane.
