@@ -74,8 +74,10 @@ impl Node for PoseStagesNode {
             .zip(&bound)
             .try_for_each(|((entities, (rigs, _, _)), stages)| {
                 for (row, (&entity, rig)) in entities.iter().zip(rigs.iter()).enumerate() {
+                    // The row before passed (a failure ends the frame).
+                    let checked = row.checked_sub(1).zip(rigs.get(row.wrapping_sub(1)));
                     for stage in stages.iter() {
-                        stage.check(row, entity, &rig.0)?;
+                        stage.check(row, entity, &rig.0, checked.map(|(r, g)| (r, &*g.0)))?;
                     }
                 }
                 Ok::<_, NodeError>(())
@@ -114,7 +116,7 @@ impl Node for PoseStagesNode {
                 transform: visit.transform,
             };
             for stage in visit.stages {
-                stage.apply(visit.row, &mut pose);
+                stage.apply(visit.row, std::slice::from_mut(&mut pose));
             }
         });
         Ok(())
