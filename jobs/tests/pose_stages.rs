@@ -1,6 +1,6 @@
 //! Pose stages in the pipeline, on the built-in crowd: running them through the hook gives the
-//! palettes of the standalone jobs run on the frame's model matrices and then skinned, bit for
-//! bit; the staged pipeline gives the same; 1 and 4 threads give the same; entities without a
+//! palettes of the standalone jobs run on the frame's model matrices and then skinned (bit for
+//! bit for two-bone IK, to rounding for the lane-parallel foot placement and look-at); the staged pipeline gives the same; 1 and 4 threads give the same; entities without a
 //! stage's component keep the palettes of a pipeline without stages; a bad target fails the
 //! frame naming the stage and the entity, and changes nothing.
 
@@ -169,8 +169,13 @@ fn per_entity_palettes(store: &Store, animator: &Animator, entities: &[Entity]) 
         .collect()
 }
 
+/// How far (any palette component, model units for translations) the batched foot placement
+/// and look-at may put a palette from the standalone jobs': rounding of the lane forms (`wide`'s
+/// polynomial `atan2` and `sin_cos` for libm's) on a character about 1.8 units tall.
+const PALETTE_TOLERANCE: f32 = 2e-5;
+
 #[test]
-fn the_hook_gives_the_standalone_jobs_palettes_bit_for_bit() {
+fn the_hook_gives_the_standalone_jobs_palettes() {
     let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
     let (_, _, hooked) = run(&c, PoseChain::default(), &stages(), true, 3);
 
@@ -191,7 +196,7 @@ fn the_hook_gives_the_standalone_jobs_palettes_bit_for_bit() {
     let model = store.resource::<ModelPoses>().unwrap().0.clone();
     let remap = store.resource::<RemapCache>().unwrap();
     let mut tables = TableLookup::new(remap);
-    let mut changed = 0;
+    let (mut changed, mut worst) = (0, 0.0f32);
     for (i, &e) in entities.iter().enumerate() {
         let slot = *store.get::<FrameSlot>(e).unwrap();
         let rig = store.get::<RigRef>(e).unwrap().0.clone();
@@ -248,8 +253,17 @@ fn the_hook_gives_the_standalone_jobs_palettes_bit_for_bit() {
         let mut out = vec![[0.0f32; 12]; slot.palette_count as usize];
         skin_entity(&m, skin, table, &mut out);
         let want: Vec<u32> = out.iter().flatten().map(|x| x.to_bits()).collect();
-        assert_eq!(hooked[i], want, "entity {i}");
         assert!(want.iter().all(|&b| f32::from_bits(b).is_finite()));
+        if store.get::<FootPlacement>(e).is_ok() || store.get::<LookAt>(e).is_ok() {
+            // Solved lane-parallel: the standalone jobs' palettes to rounding.
+            let gap = (hooked[i].iter().zip(&want))
+                .map(|(&a, &b)| (f32::from_bits(a) - f32::from_bits(b)).abs())
+                .fold(0.0f32, f32::max);
+            worst = worst.max(gap);
+            assert!(gap <= PALETTE_TOLERANCE, "entity {i}: {gap}");
+        } else {
+            assert_eq!(hooked[i], want, "entity {i}");
+        }
         if i % 4 == 0 {
             assert_eq!(hooked[i], plain[i], "entity {i} has no stage component");
         } else if hooked[i] != plain[i] {
@@ -258,6 +272,7 @@ fn the_hook_gives_the_standalone_jobs_palettes_bit_for_bit() {
     }
     // The stages did move the characters that have their components.
     assert_eq!(changed, N - N / 4);
+    eprintln!("largest palette gap to the standalone jobs: {worst:e}");
 }
 
 #[test]

@@ -16,8 +16,10 @@ use super::{
     check_unit_range, translate_subtree, weighted,
 };
 use crate::asset::{Rig, Transform};
-use crate::pose_stage::{PoseStage, StageError, StagePose};
-use glam::{Affine3A, Quat, Vec3, Vec3A};
+use super::lanes::{self, F, LaneMotion, M3, Q, V3, gather};
+use crate::math::soa::LANES;
+use crate::pose_stage::{PoseStage, STAGE_GROUP, StageError, StagePose};
+use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
 use std::fmt;
 
 /// The ground's height and normal under a point (world space, y up).
@@ -34,6 +36,18 @@ pub struct GroundSample {
 pub trait GroundQuery: Send + Sync {
     /// The ground under world (x, z).
     fn ground(&self, x: f32, z: f32) -> GroundSample;
+
+    /// The ground under [`STAGE_GROUP`] points at once (the ankles of a group of entities, which
+    /// [`FootPlacementStage`] asks for together). The default asks [`GroundQuery::ground`] per
+    /// point; a ground that answers lane-parallel overrides it. Each point's answer must not
+    /// depend on the others (nor differ from `ground`'s by more than rounding).
+    fn ground_batch(
+        &self,
+        x: &[f32; STAGE_GROUP],
+        z: &[f32; STAGE_GROUP],
+    ) -> [GroundSample; STAGE_GROUP] {
+        std::array::from_fn(|k| self.ground(x[k], z[k]))
+    }
 }
 
 /// One leg: three joints and the ankle's height above the sole.
@@ -334,17 +348,231 @@ impl<G: GroundQuery + 'static> PoseStage for FootPlacementStage<G> {
         Ok(())
     }
 
+    fn check_like(
+        &self,
+        input: &FootPlacement,
+        checked: &FootPlacement,
+    ) -> Option<Result<(), StageError>> {
+        let bones = |p: &FootPlacement| {
+            let [a, b] = p.legs;
+            [p.pelvis, a.hip, a.knee, a.ankle, b.hip, b.knee, b.ankle]
+        };
+        (bones(input) == bones(checked)).then(|| check_values(input))
+    }
+
     fn apply(&self, input: &FootPlacement, pose: &mut StagePose<'_>) {
-        let transform = pose.transform.copied().unwrap_or_default();
-        if check_transform(&transform).is_err() {
-            return;
+        place_lanes(std::slice::from_ref(input), std::slice::from_mut(pose), &self.ground);
+    }
+
+    fn apply_batch(&self, inputs: &[FootPlacement], poses: &mut [StagePose<'_>]) {
+        for (inputs, poses) in inputs.chunks(LANES).zip(poses.chunks_mut(LANES)) {
+            place_lanes(inputs, poses, &self.ground);
         }
-        solve(
-            Subtrees::Baked(pose.rig.subtree_ends()),
-            pose.model,
-            &transform,
-            input,
-            &self.ground,
-        );
+    }
+}
+
+/// What [`check_placement`] checks beyond the rig and the bones (for an entity whose bones and
+/// rig passed it), in the same order.
+fn check_values(p: &FootPlacement) -> Result<(), StageError> {
+    for leg in &p.legs {
+        if let Some(axis) = leg.knee_axis {
+            check_direction("knee axis", axis)?;
+        }
+        check_unit_range("weight", p.weight)?;
+        if !(leg.ankle_height.is_finite() && leg.ankle_height >= 0.0) {
+            return Err(StageError::OutOfRange {
+                what: "ankle height",
+                value: leg.ankle_height,
+                range: "[0, ∞)",
+            });
+        }
+    }
+    check_unit_range("weight", p.weight)?;
+    if !(0.0..=std::f32::consts::FRAC_PI_2).contains(&p.max_tilt) {
+        return Err(StageError::OutOfRange {
+            what: "max tilt",
+            value: p.max_tilt,
+            range: "[0, π/2]",
+        });
+    }
+    Ok(())
+}
+
+/// Whether one leg lies inside the other's subtree (then moving one moves the other, and the
+/// legs are solved one after the other, by [`solve`]).
+fn legs_nest(tree: Subtrees<'_>, p: &FootPlacement) -> bool {
+    let [a, b] = [p.legs[0].hip, p.legs[1].hip];
+    (a..tree.end(a)).contains(&b) || (b..tree.end(b)).contains(&a)
+}
+
+/// [`solve`] for up to [`LANES`] entities, one per lane (inputs checked): the same steps, each
+/// lane deciding its branches; the bones then move per entity with its lane's motions. An
+/// entity whose legs nest is solved alone by [`solve`].
+fn place_lanes<G: GroundQuery + 'static>(
+    inputs: &[FootPlacement],
+    poses: &mut [StagePose<'_>],
+    ground: &G,
+) {
+    let n = inputs.len().min(poses.len()).min(LANES);
+    // Per entity: whether the lanes solve it, its transforms, the legs' joints (model space:
+    // hip, knee, ankle of each leg) and knee frames.
+    let mut active = [false; LANES];
+    let mut world = [Affine3A::IDENTITY; LANES];
+    let mut to_model = [Affine3A::IDENTITY; LANES];
+    let mut joints = [[Vec3A::ZERO; 6]; LANES];
+    let mut knees = [[Mat3A::IDENTITY; 2]; LANES];
+    for k in 0..n {
+        let (p, pose) = (&inputs[k], &mut poses[k]);
+        let transform = pose.transform.copied().unwrap_or_default();
+        if p.weight <= 0.0 || check_transform(&transform).is_err() {
+            continue;
+        }
+        let tree = Subtrees::Baked(pose.rig.subtree_ends());
+        if legs_nest(tree, p) {
+            solve(tree, pose.model, &transform, p, ground);
+            continue;
+        }
+        let [a, b] = p.legs;
+        let bones = [a.hip, a.knee, a.ankle, b.hip, b.knee, b.ankle];
+        let model = &*pose.model;
+        if bones.iter().any(|&bone| bone >= model.len()) {
+            continue;
+        }
+        joints[k] = bones.map(|bone| model[bone].translation);
+        knees[k] = [model[a.knee].matrix3, model[b.knee].matrix3];
+        world[k] = transform.to_affine();
+        to_model[k] = world[k].inverse();
+        active[k] = true;
+    }
+    if !active.iter().any(|&a| a) {
+        return;
+    }
+    let lane = |k: usize| k < n;
+    let weight = gather(|k| if lane(k) { inputs[k].weight } else { 0.0 });
+    let (wm, wt) = (
+        M3::gather(|k| world[k].matrix3),
+        V3::gather(|k| world[k].translation),
+    );
+    let (tm, tt) = (
+        M3::gather(|k| to_model[k].matrix3),
+        V3::gather(|k| to_model[k].translation),
+    );
+    let base = gather(|k| world[k].translation.y);
+    let model_joint = |j: usize| V3::gather(|k| joints[k][j]);
+    let world_joint = |j: usize| wm.mul_vec(model_joint(j)) + wt;
+
+    // Each ankle's target and the ground's normal there (world space).
+    let mut ok = gather(|k| if active[k] { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
+    let mut legs = [(V3::ZERO, V3::ZERO, F::ZERO, V3::ZERO, V3::ZERO); 2];
+    for (leg, out) in legs.iter_mut().enumerate() {
+        let (hip, knee, ankle) = (world_joint(3 * leg), world_joint(3 * leg + 1), world_joint(3 * leg + 2));
+        let g = ground.ground_batch(&ankle.x.to_array(), &ankle.z.to_array());
+        let height = gather(|k| g[k].height);
+        let normal = V3::gather(|k| Vec3A::from(g[k].normal));
+        let rcp = F::ONE / normal.length();
+        let normal = normal * rcp;
+        ok = ok
+            & rcp.is_finite()
+            & rcp.simd_gt(F::ZERO)
+            & normal.y.simd_gt(F::ZERO)
+            & height.is_finite();
+        let clearance = ankle.y - base;
+        let target = V3 {
+            x: ankle.x,
+            y: height,
+            z: ankle.z,
+        } + normal * clearance;
+        let reach = ((knee - hip).length() + (ankle - knee).length()) * F::splat(0.9999);
+        *out = (target, normal, reach, hip, ankle);
+    }
+    // The pelvis: the lower leg's need, then lower where a leg still cannot reach.
+    let mut offset = (legs[0].0.y - legs[0].4.y).min(legs[1].0.y - legs[1].4.y);
+    for &(target, _, reach, hip, _) in &legs {
+        let q = target - V3 { y: hip.y + offset, ..hip };
+        let (q2, r2) = (q.length_squared(), reach * reach);
+        let disc = q.y * q.y - (q2 - r2);
+        let lower = disc.simd_ge(F::ZERO).select(-q.y - disc.sqrt(), -q.y);
+        let lowers = q2.simd_gt(r2) & lower.simd_gt(F::ZERO);
+        offset = lowers.select(offset - lower, offset);
+    }
+    let offset = offset * weight;
+    let lift = tm.y * offset;
+    let lifts = lift.lanes();
+    let ok_lanes = ok.to_bitmask();
+    for (k, pose) in poses.iter_mut().enumerate().take(n) {
+        if ok_lanes & (1 << k) != 0 {
+            let tree = Subtrees::Baked(pose.rig.subtree_ends());
+            translate_subtree(tree, pose.model, inputs[k].pelvis, lifts[k]);
+        }
+    }
+
+    // Each leg onto its target, then its foot onto the ground's slope.
+    let up = tm.y * (F::ONE / tm.y.length());
+    let max_tilt = gather(|k| if lane(k) { inputs[k].max_tilt } else { 0.0 });
+    let cos_max_tilt = max_tilt.cos();
+    let (half_sin, half_cos) = (max_tilt * F::HALF).sin_cos();
+    for (leg, &(target, normal, ..)) in legs.iter().enumerate() {
+        let axis = |k: usize| inputs.get(k).and_then(|p| p.legs[leg].knee_axis);
+        let chains = two_bone::LaneChains {
+            s: model_joint(3 * leg) + lift,
+            m: model_joint(3 * leg + 1) + lift,
+            e: model_joint(3 * leg + 2) + lift,
+            target: tm.mul_vec(target) + tt,
+            weight,
+            mid_frame: M3::gather(|k| knees[k][leg]),
+            mid_axis: V3::gather(|k| axis(k).map_or(Vec3A::ZERO, Vec3A::from)),
+            has_axis: gather(|k| if axis(k).is_some() { 1.0 } else { 0.0 }).simd_gt(F::ZERO),
+        };
+        let turns = two_bone::lane_turns(&chains);
+        let normal = tm.mul_vec(normal);
+        let normal = normal * (F::ONE / normal.length());
+        let mut tilt = lanes::arc(up, normal);
+        let clamp = up.dot(normal).simd_lt(cos_max_tilt);
+        if clamp.any() {
+            let len = tilt.v.length();
+            let axis = V3::select(
+                len.simd_ge(F::splat(1e-8)),
+                tilt.v * (F::ONE / len),
+                V3::new(1.0, 0.0, 0.0),
+            );
+            let edge = Q {
+                v: axis * half_sin,
+                w: half_cos,
+            };
+            tilt = Q::select(clamp, edge, tilt);
+        }
+        // The foot keeps its animated orientation, tilted by the slope, where the leg puts the
+        // ankle.
+        let tilt = lanes::weighted(tilt, weight);
+        let at_start = LaneMotion::turn(turns.start, chains.s);
+        let at_mid = LaneMotion::turn(turns.mid, chains.m).then(&at_start);
+        let foot = LaneMotion::turn_and_move(tilt, chains.e, at_mid.point(chains.e));
+        let foot_alone = LaneMotion::turn(tilt, chains.e);
+        let (starts, mids) = (at_start.lanes(), at_mid.lanes());
+        let (feet, feet_alone) = (foot.lanes(), foot_alone.lanes());
+        let (q_start, q_mid) = (turns.start.lanes(), turns.mid.lanes());
+        let reached = turns.reached.to_bitmask();
+        for (k, pose) in poses.iter_mut().enumerate().take(n) {
+            if ok_lanes & (1 << k) == 0 {
+                continue;
+            }
+            let tree = Subtrees::Baked(pose.rig.subtree_ends());
+            let p = &inputs[k].legs[leg];
+            // As the scalar solve: a solve that turns nothing moves the foot alone.
+            let moves = q_start[k] != Quat::IDENTITY
+                || q_mid[k] != Quat::IDENTITY
+                || reached & (1 << k) != 0;
+            if moves {
+                let params = leg_params(p, Vec3::ZERO, inputs[k].weight);
+                ChainMotion::from_parts(starts[k], mids[k]).move_bones(
+                    tree,
+                    pose.model,
+                    &params,
+                    Some(&feet[k]),
+                );
+            } else {
+                feet_alone[k].move_subtree(tree, pose.model, p.ankle);
+            }
+        }
     }
 }

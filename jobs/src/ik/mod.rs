@@ -26,6 +26,7 @@ mod aim;
 mod constraint;
 mod fabrik;
 mod foot_placement;
+mod lanes;
 mod two_bone;
 
 pub use aim::{AimIkJob, AimResult, LookAt, LookAtStage, LookCone};
