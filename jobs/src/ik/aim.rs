@@ -17,7 +17,9 @@ use super::{
     check_finite, check_hierarchy, check_unit_range, local_correction, rotation_of, to_model,
     turn_about, weighted,
 };
+use super::lanes::{self, F, LaneMotion, M3, Q, V3, gather};
 use crate::asset::Rig;
+use crate::math::soa::LANES;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
 use glam::{Affine3A, Quat, Vec3, Vec3A};
 use std::sync::Arc;
@@ -314,37 +316,178 @@ impl PoseStage for LookAtStage {
         for pair in input.chain.windows(2) {
             check_descends(parents, pair[1], pair[0])?;
         }
-        check_params(&input.params(input.target))?;
-        check_unit_range("share", input.share)?;
-        if let Some(cone) = &input.cone {
-            check_direction("cone axis", cone.axis)?;
-            if !(0.0..=std::f32::consts::PI).contains(&cone.half_angle) {
-                return Err(StageError::OutOfRange {
-                    what: "cone half angle",
-                    value: cone.half_angle,
-                    range: "[0, π]",
-                });
-            }
-        }
-        Ok(())
+        check_values(input)
+    }
+
+    fn check_like(&self, input: &LookAt, checked: &LookAt) -> Option<Result<(), StageError>> {
+        (input.chain == checked.chain).then(|| check_values(input))
     }
 
     fn apply(&self, input: &LookAt, pose: &mut StagePose<'_>) {
-        let mut target = to_model(input.space, input.target, pose.transform);
-        if let (Some(cone), Some(&tip)) = (&input.cone, input.chain.last())
-            && let Some(m) = pose.model.get(tip)
-        {
-            target = clamp_to_cone(target, m.translation.into(), cone);
-        }
-        let params = input.params(target);
-        solve(
-            Subtrees::Baked(pose.rig.subtree_ends()),
-            pose.model,
-            &input.chain,
-            input.share,
-            &params,
-        );
+        look_lanes(std::slice::from_ref(input), std::slice::from_mut(pose));
     }
+
+    fn apply_batch(&self, inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
+        for (inputs, poses) in inputs.chunks(LANES).zip(poses.chunks_mut(LANES)) {
+            look_lanes(inputs, poses);
+        }
+    }
+}
+
+/// What [`LookAtStage::check`] checks beyond the chain (for an entity whose chain and rig
+/// passed it), in the same order.
+fn check_values(input: &LookAt) -> Result<(), StageError> {
+    check_params(&input.params(input.target))?;
+    check_unit_range("share", input.share)?;
+    if let Some(cone) = &input.cone {
+        check_direction("cone axis", cone.axis)?;
+        if !(0.0..=std::f32::consts::PI).contains(&cone.half_angle) {
+            return Err(StageError::OutOfRange {
+                what: "cone half angle",
+                value: cone.half_angle,
+                range: "[0, π]",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The longest chain [`look_lanes`] solves lane-parallel; an entity with a longer one is
+/// solved alone by [`solve`].
+const LANE_CHAIN: usize = 8;
+
+/// The look-at for up to [`LANES`] entities, one per lane (inputs checked): the cone and the
+/// chain's turns as [`clamp_to_cone`] and [`solve`] find them, each lane deciding its
+/// branches; the bones then move per entity through its [`ChainMover`], with its lane's turns.
+fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
+    let n = inputs.len().min(poses.len()).min(LANES);
+    let mut active = [false; LANES];
+    let mut targets = [Vec3A::ZERO; LANES];
+    // Per entity and step: the joint's place, the tip's matrix.
+    let mut tips = [Affine3A::IDENTITY; LANES];
+    let mut joints = [[Vec3A::ZERO; LANE_CHAIN]; LANES];
+    let mut steps = 0;
+    for k in 0..n {
+        let (input, pose) = (&inputs[k], &mut poses[k]);
+        let chain = &input.chain[..];
+        let Some(&tip) = chain.last() else {
+            continue;
+        };
+        if chain.len() > LANE_CHAIN {
+            let target = to_model(input.space, input.target, pose.transform);
+            let target = match (&input.cone, pose.model.get(tip)) {
+                (Some(cone), Some(m)) => clamp_to_cone(target, m.translation.into(), cone),
+                _ => target,
+            };
+            let tree = Subtrees::Baked(pose.rig.subtree_ends());
+            solve(tree, pose.model, chain, input.share, &input.params(target));
+            continue;
+        }
+        let model = &*pose.model;
+        if chain.iter().any(|&b| b >= model.len()) {
+            continue;
+        }
+        targets[k] = to_model(input.space, input.target, pose.transform).into();
+        tips[k] = model[tip];
+        for (j, &b) in chain.iter().enumerate() {
+            joints[k][j] = model[b].translation;
+        }
+        steps = steps.max(chain.len());
+        active[k] = true;
+    }
+    if steps == 0 {
+        return;
+    }
+    let input = |k: usize| inputs.get(k).filter(|_| active[k]);
+    let mut target = V3::gather(|k| targets[k]);
+    let tip = V3::gather(|k| tips[k].translation);
+
+    // The cone, about the tip joint.
+    let cone = |k: usize| input(k).and_then(|i| i.cone);
+    let coned = gather(|k| if cone(k).is_some() { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
+    if coned.any() {
+        let axis = V3::gather(|k| cone(k).map_or(Vec3A::Z, |c| c.axis.into())).normalize_or_zero();
+        let (sin, cos) = gather(|k| cone(k).map_or(0.0, |c| c.half_angle)).sin_cos();
+        let dir = target - tip;
+        let len = dir.length();
+        let along = dir.dot(axis);
+        let side = dir - axis * along;
+        let side_len = side.length();
+        let side_ok = (F::ONE / side_len).is_finite();
+        let normal = axis.any_orthonormal().cross(axis);
+        let side = V3::select(side_ok, side * (F::ONE / side_len), normal);
+        let edge = tip + (axis * cos + side * sin) * len;
+        let outside = coned
+            & len.simd_gt(F::ZERO)
+            & axis.length_squared().simd_gt(F::ZERO)
+            & along.simd_lt(cos * len);
+        target = V3::select(outside, edge, target);
+    }
+
+    // Each joint in turn, with the tip's aiming line as the turns so far put it.
+    let param = |k: usize, f: fn(&LookAt) -> Vec3| input(k).map_or(Vec3A::Z, |i| f(i).into());
+    let forward = V3::gather(|k| param(k, |i| i.forward));
+    let up = V3::gather(|k| param(k, |i| i.up));
+    let offset = V3::gather(|k| param(k, |i| i.offset));
+    let pole = |k: usize| input(k).and_then(|i| i.pole_vector);
+    let has_pole = gather(|k| if pole(k).is_some() { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
+    let pole = V3::gather(|k| pole(k).map_or(Vec3A::Y, Vec3A::from));
+    let tip_frame = M3::gather(|k| tips[k].matrix3);
+    let mut moved = LaneMotion::IDENTITY;
+    let mut turns = [[None::<Motion>; LANES]; LANE_CHAIN];
+    for (j, turns) in turns.iter_mut().enumerate().take(steps) {
+        // Lane k's joint at this step, and its share of the turn (0 past the chain's end).
+        let weight = gather(|k| match input(k) {
+            Some(i) if j + 1 < i.chain.len() => i.weight * i.share,
+            Some(i) if j + 1 == i.chain.len() => i.weight,
+            _ => 0.0,
+        });
+        let pivot = moved.point(V3::gather(|k| joints[k][j]));
+        let frame = moved.r.mul_mat(&tip_frame);
+        let tip_at = moved.point(tip);
+        let from = frame.mul_vec(offset) + tip_at - pivot;
+        let fwd = frame.mul_vec(forward);
+        let rcp = F::ONE / fwd.length();
+        let fwd = fwd * rcp;
+        let line_up = frame.mul_vec(up);
+        let (c, found) = correction_lanes(from, fwd, line_up, target - pivot, pole, has_pole);
+        let pushed = weight.simd_gt(F::ZERO) & rcp.is_finite() & rcp.simd_gt(F::ZERO) & found;
+        let c = lanes::weighted(c, weight);
+        let turn = LaneMotion::turn(c, pivot);
+        moved = LaneMotion::select(pushed, moved.then(&turn), moved);
+        let (turn, pushed) = (turn.lanes(), pushed.to_bitmask());
+        for (k, t) in turns.iter_mut().enumerate() {
+            if pushed & (1 << k) != 0 {
+                *t = Some(turn[k]);
+            }
+        }
+    }
+    for (k, pose) in poses.iter_mut().enumerate().take(n) {
+        let Some(input) = input(k) else {
+            continue;
+        };
+        let mut mover = ChainMover::new(Subtrees::Baked(pose.rig.subtree_ends()));
+        for (j, &joint) in input.chain.iter().enumerate() {
+            if let Some(turn) = &turns[j][k] {
+                mover.push(pose.model, joint, turn);
+            }
+        }
+        mover.finish(pose.model);
+    }
+}
+
+/// [`correction`] per lane, and the lanes where the target can be aimed at.
+fn correction_lanes(o: V3, f: V3, up: V3, t: V3, pole: V3, has_pole: F) -> (Q, F) {
+    let of = o.dot(f);
+    let (o2, t2) = (o.length_squared(), t.length_squared());
+    let disc = of * of - o2 + t2;
+    let aim = o + f * (disc.sqrt() - of);
+    let scale2 = F::splat(1e-12) * t2.max(o2);
+    let found = disc.simd_ge(F::ZERO) & aim.length_squared().simd_gt(scale2) & t2.simd_gt(scale2);
+    let c = lanes::arc(aim, t);
+    let (twist, _) = lanes::turn_about(t * (F::ONE / t2.sqrt()), c.rotate(up), pole);
+    let twist = Q::select(has_pole, twist, Q::IDENTITY);
+    (twist.mul(c).normalize(), found)
 }
 
 #[cfg(test)]

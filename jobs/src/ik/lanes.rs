@@ -312,6 +312,27 @@ pub(crate) struct LaneMotion {
 }
 
 impl LaneMotion {
+    /// The motion that moves nothing (exactly: `point(x)` is `x`).
+    pub(crate) const IDENTITY: Self = Self {
+        r: M3::IDENTITY,
+        pivot: V3::ZERO,
+        to: V3::ZERO,
+    };
+
+    /// Per lane, `a` where `mask` is set, else `b`.
+    #[inline]
+    pub(crate) fn select(mask: F, a: Self, b: Self) -> Self {
+        Self {
+            r: M3 {
+                x: V3::select(mask, a.r.x, b.r.x),
+                y: V3::select(mask, a.r.y, b.r.y),
+                z: V3::select(mask, a.r.z, b.r.z),
+            },
+            pivot: V3::select(mask, a.pivot, b.pivot),
+            to: V3::select(mask, a.to, b.to),
+        }
+    }
+
     #[inline]
     pub(crate) fn turn(q: Q, pivot: V3) -> Self {
         Self::turn_and_move(q, pivot, pivot)
