@@ -17,8 +17,8 @@ use super::{
     check_finite, check_hierarchy, check_unit_range, local_correction, rotation_of, to_model,
     turn_about, weighted,
 };
-use super::lanes::{self, F, LaneMotion, M3, Q, V3, gather};
-use crate::asset::Rig;
+use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
+use crate::asset::{Rig, Transform};
 use crate::math::soa::LANES;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
 use glam::{Affine3A, Quat, Vec3, Vec3A};
@@ -363,6 +363,9 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
     let n = inputs.len().min(poses.len()).min(LANES);
     let mut active = [false; LANES];
     let mut targets = [Vec3A::ZERO; LANES];
+    // World-space targets, and the transforms that take them to model space.
+    let mut in_world = [false; LANES];
+    let mut transforms = [Transform::IDENTITY; LANES];
     // Per entity and step: the joint's place, the tip's matrix.
     let mut tips = [Affine3A::IDENTITY; LANES];
     let mut joints = [[Vec3A::ZERO; LANE_CHAIN]; LANES];
@@ -387,7 +390,11 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
         if chain.iter().any(|&b| b >= model.len()) {
             continue;
         }
-        targets[k] = to_model(input.space, input.target, pose.transform).into();
+        targets[k] = input.target.into();
+        if let (TargetSpace::World, Some(t)) = (input.space, pose.transform) {
+            transforms[k] = *t;
+            in_world[k] = true;
+        }
         tips[k] = model[tip];
         for (j, &b) in chain.iter().enumerate() {
             joints[k][j] = model[b].translation;
@@ -400,6 +407,11 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
     }
     let input = |k: usize| inputs.get(k).filter(|_| active[k]);
     let mut target = V3::gather(|k| targets[k]);
+    if in_world.iter().any(|&w| w) {
+        let in_world = gather(|k| if in_world[k] { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
+        let model = LaneTransform::gather(|k| transforms[k]).model_point(target);
+        target = V3::select(in_world, model, target);
+    }
     let tip = V3::gather(|k| tips[k].translation);
 
     // The cone, about the tip joint.

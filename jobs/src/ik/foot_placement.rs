@@ -16,7 +16,7 @@ use super::{
     check_unit_range, translate_subtree, weighted,
 };
 use crate::asset::{Rig, Transform};
-use super::lanes::{self, F, LaneMotion, M3, Q, V3, gather};
+use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
 use crate::math::soa::LANES;
 use crate::pose_stage::{PoseStage, STAGE_GROUP, StageError, StagePose};
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
@@ -417,8 +417,7 @@ fn place_lanes<G: GroundQuery + 'static>(
     // Per entity: whether the lanes solve it, its transforms, the legs' joints (model space:
     // hip, knee, ankle of each leg) and knee frames.
     let mut active = [false; LANES];
-    let mut world = [Affine3A::IDENTITY; LANES];
-    let mut to_model = [Affine3A::IDENTITY; LANES];
+    let mut transforms = [Transform::IDENTITY; LANES];
     let mut joints = [[Vec3A::ZERO; 6]; LANES];
     let mut knees = [[Mat3A::IDENTITY; 2]; LANES];
     for k in 0..n {
@@ -440,8 +439,7 @@ fn place_lanes<G: GroundQuery + 'static>(
         }
         joints[k] = bones.map(|bone| model[bone].translation);
         knees[k] = [model[a.knee].matrix3, model[b.knee].matrix3];
-        world[k] = transform.to_affine();
-        to_model[k] = world[k].inverse();
+        transforms[k] = transform;
         active[k] = true;
     }
     if !active.iter().any(|&a| a) {
@@ -449,17 +447,10 @@ fn place_lanes<G: GroundQuery + 'static>(
     }
     let lane = |k: usize| k < n;
     let weight = gather(|k| if lane(k) { inputs[k].weight } else { 0.0 });
-    let (wm, wt) = (
-        M3::gather(|k| world[k].matrix3),
-        V3::gather(|k| world[k].translation),
-    );
-    let (tm, tt) = (
-        M3::gather(|k| to_model[k].matrix3),
-        V3::gather(|k| to_model[k].translation),
-    );
-    let base = gather(|k| world[k].translation.y);
+    let world = LaneTransform::gather(|k| transforms[k]);
+    let base = world.translation().y;
     let model_joint = |j: usize| V3::gather(|k| joints[k][j]);
-    let world_joint = |j: usize| wm.mul_vec(model_joint(j)) + wt;
+    let world_joint = |j: usize| world.world_point(model_joint(j));
 
     // Each ankle's target and the ground's normal there (world space).
     let mut ok = gather(|k| if active[k] { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
@@ -496,7 +487,7 @@ fn place_lanes<G: GroundQuery + 'static>(
         offset = lowers.select(offset - lower, offset);
     }
     let offset = offset * weight;
-    let lift = tm.y * offset;
+    let lift = world.model_vector(V3 { y: offset, ..V3::ZERO });
     let lifts = lift.lanes();
     let ok_lanes = ok.to_bitmask();
     for (k, pose) in poses.iter_mut().enumerate().take(n) {
@@ -507,7 +498,8 @@ fn place_lanes<G: GroundQuery + 'static>(
     }
 
     // Each leg onto its target, then its foot onto the ground's slope.
-    let up = tm.y * (F::ONE / tm.y.length());
+    let up = world.model_vector(V3::new(0.0, 1.0, 0.0));
+    let up = up * (F::ONE / up.length());
     let max_tilt = gather(|k| if lane(k) { inputs[k].max_tilt } else { 0.0 });
     let cos_max_tilt = max_tilt.cos();
     let (half_sin, half_cos) = (max_tilt * F::HALF).sin_cos();
@@ -517,14 +509,14 @@ fn place_lanes<G: GroundQuery + 'static>(
             s: model_joint(3 * leg) + lift,
             m: model_joint(3 * leg + 1) + lift,
             e: model_joint(3 * leg + 2) + lift,
-            target: tm.mul_vec(target) + tt,
+            target: world.model_point(target),
             weight,
             mid_frame: M3::gather(|k| knees[k][leg]),
             mid_axis: V3::gather(|k| axis(k).map_or(Vec3A::ZERO, Vec3A::from)),
             has_axis: gather(|k| if axis(k).is_some() { 1.0 } else { 0.0 }).simd_gt(F::ZERO),
         };
         let turns = two_bone::lane_turns(&chains);
-        let normal = tm.mul_vec(normal);
+        let normal = world.model_vector(normal);
         let normal = normal * (F::ONE / normal.length());
         let mut tilt = lanes::arc(up, normal);
         let clamp = up.dot(normal).simd_lt(cos_max_tilt);

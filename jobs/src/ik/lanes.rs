@@ -15,6 +15,7 @@
 //! [`weighted`]: super::weighted
 
 use super::Motion;
+use crate::asset::Transform;
 use crate::math::soa::LANES;
 use glam::{Mat3A, Quat, Vec3A};
 use std::ops::{Add, Mul, Neg, Sub};
@@ -300,6 +301,73 @@ impl M3 {
             y: self.mul_vec(o.y),
             z: self.mul_vec(o.z),
         }
+    }
+}
+
+/// An entity transform per lane (`world = transform · model`, uniform or not): its matrix and
+/// translation, and the inverse matrix, `scale⁻¹ · rotationᵀ` (the rotation unit length, as
+/// [`Transform::is_valid`] requires).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaneTransform {
+    to_world: M3,
+    translation: V3,
+    to_model: M3,
+}
+
+impl LaneTransform {
+    /// Lane `k` is `f(k)` (scales non-zero).
+    #[inline]
+    pub(crate) fn gather(f: impl Fn(usize) -> Transform) -> Self {
+        let t: [Transform; LANES] = std::array::from_fn(f);
+        let q = Q {
+            v: V3::gather(|k| Vec3A::new(t[k].rotation.x, t[k].rotation.y, t[k].rotation.z)),
+            w: gather(|k| t[k].rotation.w),
+        };
+        let s = V3::gather(|k| t[k].scale.into());
+        let r = M3::from_quat(q);
+        let (ix, iy, iz) = (F::ONE / s.x, F::ONE / s.y, F::ONE / s.z);
+        let row = |c: fn(&V3) -> F| V3 {
+            x: c(&r.x) * ix,
+            y: c(&r.y) * iy,
+            z: c(&r.z) * iz,
+        };
+        Self {
+            to_world: M3 {
+                x: r.x * s.x,
+                y: r.y * s.y,
+                z: r.z * s.z,
+            },
+            translation: V3::gather(|k| t[k].translation.into()),
+            to_model: M3 {
+                x: row(|v| v.x),
+                y: row(|v| v.y),
+                z: row(|v| v.z),
+            },
+        }
+    }
+
+    /// The world translation (where the model origin lies).
+    #[inline]
+    pub(crate) fn translation(&self) -> V3 {
+        self.translation
+    }
+
+    /// A model-space point in world space.
+    #[inline]
+    pub(crate) fn world_point(&self, p: V3) -> V3 {
+        self.to_world.mul_vec(p) + self.translation
+    }
+
+    /// A world-space point in model space.
+    #[inline]
+    pub(crate) fn model_point(&self, p: V3) -> V3 {
+        self.to_model.mul_vec(p - self.translation)
+    }
+
+    /// A world-space direction in model space.
+    #[inline]
+    pub(crate) fn model_vector(&self, v: V3) -> V3 {
+        self.to_model.mul_vec(v)
     }
 }
 
