@@ -359,7 +359,9 @@ const LANE_CHAIN: usize = 8;
 /// The look-at for up to [`LANES`] entities, one per lane (inputs checked): the cone and the
 /// chain's turns as [`clamp_to_cone`] and [`solve`] find them, each lane deciding its
 /// branches; the bones then move per entity through its [`ChainMover`], with its lane's turns.
-fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
+/// Returns which entities' tips aim at their targets (the solve's `Some`).
+fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
+    let mut aimed = [false; LANES];
     let n = inputs.len().min(poses.len()).min(LANES);
     let mut active = [false; LANES];
     let mut targets = [Vec3A::ZERO; LANES];
@@ -383,7 +385,7 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
                 _ => target,
             };
             let tree = Subtrees::Baked(pose.rig.subtree_ends());
-            solve(tree, pose.model, chain, input.share, &input.params(target));
+            aimed[k] = solve(tree, pose.model, chain, input.share, &input.params(target)).is_some();
             continue;
         }
         let model = &*pose.model;
@@ -403,7 +405,7 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
         active[k] = true;
     }
     if steps == 0 {
-        return;
+        return aimed;
     }
     let input = |k: usize| inputs.get(k).filter(|_| active[k]);
     let mut target = V3::gather(|k| targets[k]);
@@ -485,7 +487,9 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
             }
         }
         mover.finish(pose.model);
+        aimed[k] = turns[input.chain.len() - 1][k].is_some();
     }
+    aimed
 }
 
 /// [`correction`] per lane, and the lanes where the target can be aimed at.
@@ -521,5 +525,126 @@ mod tests {
         assert!((got.length() - 2.0).abs() < 1e-5);
         assert!((got.angle_between(Vec3::Z) - 0.5).abs() < 1e-5);
         assert!((got - Vec3::new(2.0 * 0.5f32.sin(), 0.0, 2.0 * 0.5f32.cos())).length() < 1e-5);
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    #![allow(clippy::unwrap_used)] // tests unwrap: a failure is the test failing
+    use super::*;
+    use crate::ik::test_rig::{Rng, biped, bits, bone, largest_gap, random_pose};
+    use crate::pose_stage::LocalPose;
+    use sinew_runtime::store::Entity;
+
+    /// Positions and matrix columns the lanes may put off the scalar solve's (`wide`'s
+    /// polynomial `atan2` and `sin_cos` for libm's): 1e-5 of the character's 1.8-unit height.
+    const TOLERANCE: f32 = 1e-5 * 1.8;
+
+    /// The scalar stage: the target in model space, on the cone, then the chain's solve.
+    fn scalar(input: &LookAt, rig: &Rig, model: &mut [Affine3A], t: &Transform) -> bool {
+        let mut target = to_model(input.space, input.target, Some(t));
+        if let Some(cone) = &input.cone {
+            let tip = model[*input.chain.last().unwrap()].translation;
+            target = clamp_to_cone(target, tip.into(), cone);
+        }
+        let tree = Subtrees::Baked(rig.subtree_ends());
+        solve(tree, model, &input.chain, input.share, &input.params(target)).is_some()
+    }
+
+    /// The batched look-at gives each entity what the scalar stage gives it (to rounding) and
+    /// the same aimed flag, in full and partial groups that mix chains of one, two and three
+    /// joints, cones, poles, world and model targets, and targets that cannot be aimed at;
+    /// each entity gets the same bits alone as in its group.
+    #[test]
+    fn the_lanes_agree_with_the_scalar_stage() {
+        let rig = biped();
+        let (spine, neck, head) = (bone(&rig, "spine"), bone(&rig, "neck"), bone(&rig, "head"));
+        let mut rng = Rng::new(5);
+        let (mut worst, mut aimed_count) = (0.0f32, 0);
+        for round in 0..60 {
+            let n = [8, 3, 1, 6][round % 4];
+            let mut cases = Vec::new();
+            for k in 0..n {
+                let kind = (k + round) % 8;
+                let (local, model) = random_pose(&rig, &mut rng, 0.4);
+                let transform = Transform::new(
+                    Vec3::new(rng.range(-5.0, 5.0), 0.0, rng.range(-5.0, 5.0)),
+                    Quat::from_rotation_y(rng.range(-3.0, 3.0)),
+                    Vec3::ONE,
+                );
+                let chain: Arc<[usize]> = match kind % 3 {
+                    0 => Arc::from([head]),
+                    1 => Arc::from([neck, head]),
+                    _ => Arc::from([spine, neck, head]),
+                };
+                let mut look = LookAt {
+                    chain,
+                    share: [0.5, 0.0, 0.3][kind % 3],
+                    target: Vec3::new(rng.range(-8.0, 8.0), rng.range(0.0, 3.0), rng.range(-8.0, 8.0)),
+                    space: TargetSpace::World,
+                    forward: Vec3::Z,
+                    up: Vec3::Y,
+                    offset: Vec3::new(0.0, 0.09, 0.1),
+                    pole_vector: (kind != 5).then_some(Vec3::Y),
+                    weight: if kind == 6 { 0.7 } else { 1.0 },
+                    cone: (kind % 2 == 0).then_some(LookCone {
+                        axis: Vec3::Z,
+                        half_angle: 1.2,
+                    }),
+                };
+                let head_at = transform.to_affine() * model[head];
+                match kind {
+                    // On the head joint: nothing to aim at.
+                    3 => look.target = head_at.translation.into(),
+                    // Inside the eyes' reach: no aiming line meets it.
+                    4 => look.target = head_at.transform_point3(Vec3::new(0.0, 0.02, 0.02)),
+                    // Weight 0.
+                    7 => look.weight = 0.0,
+                    _ => {}
+                }
+                if kind == 1 {
+                    // Model space.
+                    look.space = TargetSpace::Model;
+                    look.target = transform.to_affine().inverse().transform_point3(look.target);
+                }
+                cases.push((look, transform, local, model));
+            }
+            let inputs: Vec<LookAt> = cases.iter().map(|c| c.0.clone()).collect();
+            let mut models: Vec<Vec<Affine3A>> = cases.iter().map(|c| c.3.clone()).collect();
+            let mut poses: Vec<StagePose<'_>> = (cases.iter().zip(&mut models))
+                .map(|(c, model)| StagePose {
+                    entity: Entity::DANGLING,
+                    rig: &rig,
+                    local: LocalPose::aos(&c.2),
+                    model,
+                    transform: Some(&c.1),
+                })
+                .collect();
+            let aimed = look_lanes(&inputs, &mut poses);
+            drop(poses);
+            for (k, (look, transform, local, model)) in cases.iter().enumerate() {
+                let what = format!("round {round}, entity {k}, case {}", (k + round) % 8);
+                let mut want = model.clone();
+                let want_aimed = scalar(look, &rig, &mut want, transform);
+                assert_eq!(aimed[k], want_aimed, "{what}");
+                aimed_count += usize::from(want_aimed);
+                let gap = largest_gap(&models[k], &want);
+                assert!(gap <= TOLERANCE, "{what}: {gap}");
+                worst = worst.max(gap);
+
+                let mut alone = model.clone();
+                let mut pose = [StagePose {
+                    entity: Entity::DANGLING,
+                    rig: &rig,
+                    local: LocalPose::aos(local),
+                    model: &mut alone,
+                    transform: Some(transform),
+                }];
+                look_lanes(std::slice::from_ref(look), &mut pose);
+                assert_eq!(bits(&alone), bits(&models[k]), "{what}");
+            }
+        }
+        assert!(aimed_count > 100, "{aimed_count}");
+        eprintln!("largest gap to the scalar stage: {worst:e}");
     }
 }

@@ -27,6 +27,8 @@ mod constraint;
 mod fabrik;
 mod foot_placement;
 mod lanes;
+#[cfg(test)]
+mod test_rig;
 mod two_bone;
 
 pub use aim::{AimIkJob, AimResult, LookAt, LookAtStage, LookCone};
