@@ -196,13 +196,9 @@ impl PoseChainJob<'_> {
                 Some(skin) => check_skin(JOB, self.entities[i], rig, skin, s, &mut tables)?,
                 None => check_len(JOB, "slot palette count", 0, s.palette_count as usize)?,
             }
-            // The entity before passed (a failure ends the check): stages may check less when
-            // it has the same rig.
-            let row = self.stages.row_base + i;
-            let checked = i.checked_sub(1).map(|p| (row - 1, &*self.rigs[p].0));
-            for stage in self.stages.stages {
-                stage.check(row, self.entities[i], &rig.0, checked)?;
-            }
+        }
+        for stage in self.stages.stages {
+            stage.check_rows(self.stages.row_base, self.entities, self.rigs)?;
         }
         Ok(())
     }

@@ -18,6 +18,7 @@
 //! the same calls over [`ModelPoses`](crate::frame::ModelPoses).
 
 use crate::asset::{Rig, Transform};
+use crate::component::RigRef;
 use crate::error::JobError;
 use crate::math::soa::{LANES, SoaTransform};
 use bumpalo::Bump;
@@ -534,14 +535,14 @@ impl<S: AnyStage> StageView for View<'_, S> {
 /// A stage over the rows of one chunk (row = the entity's row in its chunk).
 pub(crate) trait ChunkStage: Send + Sync {
     fn point(&self) -> StagePoint;
-    /// Checks row `row`; `checked` is a row that passed this frame and its rig, when there is
-    /// one (the stage may then check less, [`PoseStage::check_like`]).
-    fn check(
+    /// Checks rows `first_row..` (entities `entities`, rigs `rigs`), in order, up to the first
+    /// failure; an entity after one of the same rig may be checked less
+    /// ([`PoseStage::check_like`]).
+    fn check_rows(
         &self,
-        row: usize,
-        entity: Entity,
-        rig: &Rig,
-        checked: Option<(usize, &Rig)>,
+        first_row: usize,
+        entities: &[Entity],
+        rigs: &[RigRef],
     ) -> Result<(), JobError>;
     /// Applies the stage to rows `first_row..first_row + poses.len()`.
     fn apply(&self, first_row: usize, poses: &mut [StagePose<'_>]);
@@ -557,26 +558,32 @@ impl<S: AnyStage> ChunkStage for Column<'_, S> {
     fn point(&self) -> StagePoint {
         AnyStage::point(self.stage)
     }
-    fn check(
+    fn check_rows(
         &self,
-        row: usize,
-        entity: Entity,
-        rig: &Rig,
-        checked: Option<(usize, &Rig)>,
+        first_row: usize,
+        entities: &[Entity],
+        rigs: &[RigRef],
     ) -> Result<(), JobError> {
-        let Some(input) = self.inputs.get(row) else {
+        let rows = first_row..first_row.saturating_add(entities.len().min(rigs.len()));
+        let Some(inputs) = self.inputs.get(rows) else {
             return Ok(());
         };
-        let like = checked
-            .filter(|&(_, checked_rig)| std::ptr::eq(checked_rig, rig))
-            .and_then(|(r, _)| self.inputs.get(r))
-            .and_then(|checked| self.stage.check_like(input, checked));
-        like.unwrap_or_else(|| self.stage.check(rig, input))
-            .map_err(|error| JobError::PoseStage {
-                stage: AnyStage::name(self.stage).to_owned(),
-                entity,
-                error,
-            })
+        let mut checked: Option<(&S::Input, &Rig)> = None;
+        for ((input, &entity), rig) in inputs.iter().zip(entities).zip(rigs) {
+            let rig = &*rig.0;
+            // The entity before passed: with the same rig, the stage may check less.
+            let like = checked
+                .filter(|&(_, checked_rig)| std::ptr::eq(checked_rig, rig))
+                .and_then(|(checked, _)| self.stage.check_like(input, checked));
+            like.unwrap_or_else(|| self.stage.check(rig, input))
+                .map_err(|error| JobError::PoseStage {
+                    stage: AnyStage::name(self.stage).to_owned(),
+                    entity,
+                    error,
+                })?;
+            checked = Some((input, rig));
+        }
+        Ok(())
     }
     fn apply(&self, first_row: usize, poses: &mut [StagePose<'_>]) {
         let rows = first_row..first_row.saturating_add(poses.len());

@@ -544,10 +544,15 @@ fn place_lanes<G: GroundQuery + 'static>(
         let at_start = LaneMotion::turn(turns.start, chains.s);
         let at_mid = LaneMotion::turn(turns.mid, chains.m).then(&at_start);
         let foot = LaneMotion::turn_and_move(tilt, chains.e, at_mid.point(chains.e));
-        let foot_alone = LaneMotion::turn(tilt, chains.e);
-        let (starts, mids) = (at_start.lanes(), at_mid.lanes());
-        let (feet, feet_alone) = (foot.lanes(), foot_alone.lanes());
-        let (q_start, q_mid) = (turns.start.lanes(), turns.mid.lanes());
+        // As the scalar solve: a solve that turns nothing (and reaches nothing) moves the foot
+        // alone.
+        let still = |q: Q| {
+            q.v.x.simd_eq(F::ZERO) & q.v.y.simd_eq(F::ZERO) & q.v.z.simd_eq(F::ZERO)
+                & q.w.simd_eq(F::ONE)
+        };
+        let moves = (!(still(turns.start) & still(turns.mid)) | turns.reached).to_bitmask();
+        let (starts, mids, feet) = (at_start.lanes(), at_mid.lanes(), foot.lanes());
+        let feet_alone = (ok_lanes & !moves != 0).then(|| LaneMotion::turn(tilt, chains.e).lanes());
         let reached = turns.reached.to_bitmask();
         for (k, pose) in poses.iter_mut().enumerate().take(n) {
             if ok_lanes & (1 << k) == 0 {
@@ -556,11 +561,7 @@ fn place_lanes<G: GroundQuery + 'static>(
             let tree = Subtrees::Baked(pose.rig.subtree_ends());
             let p = &inputs[k].legs[leg];
             results[k].reached[leg] = reached & (1 << k) != 0;
-            // As the scalar solve: a solve that turns nothing moves the foot alone.
-            let moves = q_start[k] != Quat::IDENTITY
-                || q_mid[k] != Quat::IDENTITY
-                || reached & (1 << k) != 0;
-            if moves {
+            if moves & (1 << k) != 0 {
                 let params = leg_params(p, Vec3::ZERO, inputs[k].weight);
                 ChainMotion::from_parts(starts[k], mids[k]).move_bones(
                     tree,
@@ -568,7 +569,7 @@ fn place_lanes<G: GroundQuery + 'static>(
                     &params,
                     Some(&feet[k]),
                 );
-            } else {
+            } else if let Some(feet_alone) = &feet_alone {
                 feet_alone[k].move_subtree(tree, pose.model, p.ankle);
             }
         }

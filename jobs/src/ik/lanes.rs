@@ -17,7 +17,7 @@
 use super::Motion;
 use crate::asset::Transform;
 use crate::math::soa::LANES;
-use glam::{Mat3A, Quat, Vec3A};
+use glam::{Mat3A, Vec3A};
 use std::ops::{Add, Mul, Neg, Sub};
 use wide::f32x8;
 
@@ -185,13 +185,6 @@ impl Q {
         v: V3::ZERO,
         w: F::ONE,
     };
-
-    /// All lanes.
-    #[inline]
-    pub(crate) fn lanes(&self) -> [Quat; LANES] {
-        let (v, w) = (self.v.lanes(), self.w.to_array());
-        std::array::from_fn(|k| Quat::from_xyzw(v[k].x, v[k].y, v[k].z, w[k]))
-    }
 
     #[inline]
     pub(crate) fn normalize(self) -> Self {

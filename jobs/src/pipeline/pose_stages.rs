@@ -73,12 +73,8 @@ impl Node for PoseStagesNode {
         rows.par_iter()
             .zip(&bound)
             .try_for_each(|((entities, (rigs, _, _)), stages)| {
-                for (row, (&entity, rig)) in entities.iter().zip(rigs.iter()).enumerate() {
-                    // The row before passed (a failure ends the frame).
-                    let checked = row.checked_sub(1).zip(rigs.get(row.wrapping_sub(1)));
-                    for stage in stages.iter() {
-                        stage.check(row, entity, &rig.0, checked.map(|(r, g)| (r, &*g.0)))?;
-                    }
+                for stage in stages.iter() {
+                    stage.check_rows(0, entities, rigs)?;
                 }
                 Ok::<_, NodeError>(())
             })?;
