@@ -297,6 +297,43 @@ fn staged_fused_and_thread_counts_agree_bit_for_bit() {
     assert_eq!(none, plain);
 }
 
+/// An entity that shares its rig and bones with the one checked before it has only its values
+/// checked again (`PoseStage::check_like`), and those are still refused with typed errors; one
+/// whose bones differ gets the full check.
+#[test]
+fn entities_after_a_checked_one_are_still_checked() {
+    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
+    for pose_chain in [PoseChain::default(), PoseChain::Staged] {
+        let mut store = Store::new();
+        let entities = spawn(&c, &mut store, true);
+        let mut animator =
+            Animator::with_stages(&mut store, config(pose_chain), &stages(), |_, _| {}).unwrap();
+        animator.run_frame(&mut store, DT).unwrap();
+        // The third entity of its chunk (members 3, 7, 11, … share a component set).
+        let bad = entities[11];
+        let fails = |store: &mut Store, animator: &mut Animator, want: &str| {
+            let text = animator.run_frame(store, DT).unwrap_err().to_string();
+            assert!(text.contains(&format!("{bad:?}")) && text.contains(want), "{text}");
+        };
+        store.get_mut::<FootPlacement>(bad).unwrap().legs[1].ankle_height = -1.0;
+        fails(&mut store, &mut animator, "ankle height is -1");
+        store.get_mut::<FootPlacement>(bad).unwrap().legs[1].ankle_height = 0.07;
+        store.get_mut::<FootPlacement>(bad).unwrap().max_tilt = f32::NAN;
+        fails(&mut store, &mut animator, "max tilt is NaN");
+        *store.get_mut::<FootPlacement>(bad).unwrap() = feet(&c.rig);
+        store.get_mut::<FootPlacement>(bad).unwrap().legs[0].knee = 999;
+        fails(&mut store, &mut animator, "bone 999 out of range");
+        *store.get_mut::<FootPlacement>(bad).unwrap() = feet(&c.rig);
+        store.get_mut::<LookAt>(bad).unwrap().weight = 2.0;
+        fails(&mut store, &mut animator, "look-at");
+        store.get_mut::<LookAt>(bad).unwrap().weight = 1.0;
+        store.get_mut::<LookAt>(bad).unwrap().offset.x = f32::INFINITY;
+        fails(&mut store, &mut animator, "offset is not finite");
+        store.get_mut::<LookAt>(bad).unwrap().offset.x = 0.0;
+        animator.run_frame(&mut store, DT).unwrap();
+    }
+}
+
 /// The chain runs the model stages over groups of eight from each task's first entity, and a
 /// task's run is cut at `grain` entities, so the grain moves where groups start and how full
 /// they are (the crowd's chunks hold 12 entities of each component set): the palettes are the
