@@ -368,9 +368,14 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     // World-space targets, and the transforms that take them to model space.
     let mut in_world = [false; LANES];
     let mut transforms = [Transform::IDENTITY; LANES];
-    // Per entity and step: the joint's place, the tip's matrix.
+    // Per entity: the tip's matrix, each step's joint and weight, the aim's axes and pole, the
+    // cone (a zero axis without one).
     let mut tips = [Affine3A::IDENTITY; LANES];
     let mut joints = [[Vec3A::ZERO; LANE_CHAIN]; LANES];
+    let mut weights = [[0.0f32; LANES]; LANE_CHAIN];
+    let mut axes = [[Vec3A::Z; LANES]; 3];
+    let (mut poles, mut has_pole) = ([Vec3A::Y; LANES], [0.0f32; LANES]);
+    let (mut cone_axes, mut cone_angles) = ([Vec3A::ZERO; LANES], [0.0f32; LANES]);
     let mut steps = 0;
     for k in 0..n {
         let (input, pose) = (&inputs[k], &mut poses[k]);
@@ -400,6 +405,16 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
         tips[k] = model[tip];
         for (j, &b) in chain.iter().enumerate() {
             joints[k][j] = model[b].translation;
+            // Each joint before the tip takes its share of the turn, the tip the rest.
+            let share = if j + 1 < chain.len() { input.share } else { 1.0 };
+            weights[j][k] = input.weight * share;
+        }
+        (axes[0][k], axes[1][k], axes[2][k]) = (input.forward.into(), input.up.into(), input.offset.into());
+        if let Some(pole) = input.pole_vector {
+            (poles[k], has_pole[k]) = (pole.into(), 1.0);
+        }
+        if let Some(cone) = input.cone {
+            (cone_axes[k], cone_angles[k]) = (cone.axis.into(), cone.half_angle);
         }
         steps = steps.max(chain.len());
         active[k] = true;
@@ -407,7 +422,6 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     if steps == 0 {
         return aimed;
     }
-    let input = |k: usize| inputs.get(k).filter(|_| active[k]);
     let mut target = V3::gather(|k| targets[k]);
     if in_world.iter().any(|&w| w) {
         let in_world = gather(|k| if in_world[k] { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
@@ -417,11 +431,11 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     let tip = V3::gather(|k| tips[k].translation);
 
     // The cone, about the tip joint.
-    let cone = |k: usize| input(k).and_then(|i| i.cone);
-    let coned = gather(|k| if cone(k).is_some() { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
+    let axis = V3::gather(|k| cone_axes[k]);
+    let coned = axis.length_squared().simd_gt(F::ZERO);
     if coned.any() {
-        let axis = V3::gather(|k| cone(k).map_or(Vec3A::Z, |c| c.axis.into())).normalize_or_zero();
-        let (sin, cos) = gather(|k| cone(k).map_or(0.0, |c| c.half_angle)).sin_cos();
+        let axis = axis.normalize_or_zero();
+        let (sin, cos) = gather(|k| cone_angles[k]).sin_cos();
         let dir = target - tip;
         let len = dir.length();
         let along = dir.dot(axis);
@@ -439,23 +453,15 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     }
 
     // Each joint in turn, with the tip's aiming line as the turns so far put it.
-    let param = |k: usize, f: fn(&LookAt) -> Vec3| input(k).map_or(Vec3A::Z, |i| f(i).into());
-    let forward = V3::gather(|k| param(k, |i| i.forward));
-    let up = V3::gather(|k| param(k, |i| i.up));
-    let offset = V3::gather(|k| param(k, |i| i.offset));
-    let pole = |k: usize| input(k).and_then(|i| i.pole_vector);
-    let has_pole = gather(|k| if pole(k).is_some() { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
-    let pole = V3::gather(|k| pole(k).map_or(Vec3A::Y, Vec3A::from));
+    let [forward, up, offset] = axes.map(|a| V3::gather(|k| a[k]));
+    let has_pole = F::from(has_pole).simd_gt(F::ZERO);
+    let pole = V3::gather(|k| poles[k]);
     let tip_frame = M3::gather(|k| tips[k].matrix3);
     let mut moved = LaneMotion::IDENTITY;
     let mut turns = [[None::<Motion>; LANES]; LANE_CHAIN];
     for (j, turns) in turns.iter_mut().enumerate().take(steps) {
-        // Lane k's joint at this step, and its share of the turn (0 past the chain's end).
-        let weight = gather(|k| match input(k) {
-            Some(i) if j + 1 < i.chain.len() => i.weight * i.share,
-            Some(i) if j + 1 == i.chain.len() => i.weight,
-            _ => 0.0,
-        });
+        // Lane k's weight at this step (0 past its chain's end).
+        let weight = F::from(weights[j]);
         let pivot = moved.point(V3::gather(|k| joints[k][j]));
         let frame = moved.r.mul_mat(&tip_frame);
         let tip_at = moved.point(tip);
@@ -476,10 +482,10 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
             }
         }
     }
-    for (k, pose) in poses.iter_mut().enumerate().take(n) {
-        let Some(input) = input(k) else {
+    for (k, (pose, input)) in poses.iter_mut().zip(inputs).enumerate().take(n) {
+        if !active[k] {
             continue;
-        };
+        }
         let mut mover = ChainMover::new(Subtrees::Baked(pose.rig.subtree_ends()));
         for (j, &joint) in input.chain.iter().enumerate() {
             if let Some(turn) = &turns[j][k] {

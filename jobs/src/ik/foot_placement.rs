@@ -424,6 +424,9 @@ fn place_lanes<G: GroundQuery + 'static>(
     let mut transforms = [Transform::IDENTITY; LANES];
     let mut joints = [[Vec3A::ZERO; 6]; LANES];
     let mut knees = [[Mat3A::IDENTITY; 2]; LANES];
+    // Per entity: weight, tilt limit, each knee's axis (zero without one).
+    let (mut weights, mut max_tilts) = ([0.0f32; LANES], [0.0f32; LANES]);
+    let mut knee_axes = [[Vec3A::ZERO; LANES]; 2];
     for k in 0..n {
         let (p, pose) = (&inputs[k], &mut poses[k]);
         let transform = pose.transform.copied().unwrap_or_default();
@@ -444,13 +447,16 @@ fn place_lanes<G: GroundQuery + 'static>(
         joints[k] = bones.map(|bone| model[bone].translation);
         knees[k] = [model[a.knee].matrix3, model[b.knee].matrix3];
         transforms[k] = transform;
+        (weights[k], max_tilts[k]) = (p.weight, p.max_tilt);
+        for (axes, leg) in knee_axes.iter_mut().zip(&p.legs) {
+            axes[k] = leg.knee_axis.map_or(Vec3A::ZERO, Vec3A::from);
+        }
         active[k] = true;
     }
     if !active.iter().any(|&a| a) {
         return results;
     }
-    let lane = |k: usize| k < n;
-    let weight = gather(|k| if lane(k) { inputs[k].weight } else { 0.0 });
+    let weight = F::from(weights);
     let world = LaneTransform::gather(|k| transforms[k]);
     let base = world.translation().y;
     let model_joint = |j: usize| V3::gather(|k| joints[k][j]);
@@ -505,11 +511,10 @@ fn place_lanes<G: GroundQuery + 'static>(
     // Each leg onto its target, then its foot onto the ground's slope.
     let up = world.model_vector(V3::new(0.0, 1.0, 0.0));
     let up = up * (F::ONE / up.length());
-    let max_tilt = gather(|k| if lane(k) { inputs[k].max_tilt } else { 0.0 });
+    let max_tilt = F::from(max_tilts);
     let cos_max_tilt = max_tilt.cos();
     let (half_sin, half_cos) = (max_tilt * F::HALF).sin_cos();
     for (leg, &(target, normal, ..)) in legs.iter().enumerate() {
-        let axis = |k: usize| inputs.get(k).and_then(|p| p.legs[leg].knee_axis);
         let chains = two_bone::LaneChains {
             s: model_joint(3 * leg) + lift,
             m: model_joint(3 * leg + 1) + lift,
@@ -517,8 +522,9 @@ fn place_lanes<G: GroundQuery + 'static>(
             target: world.model_point(target),
             weight,
             mid_frame: M3::gather(|k| knees[k][leg]),
-            mid_axis: V3::gather(|k| axis(k).map_or(Vec3A::ZERO, Vec3A::from)),
-            has_axis: gather(|k| if axis(k).is_some() { 1.0 } else { 0.0 }).simd_gt(F::ZERO),
+            mid_axis: V3::gather(|k| knee_axes[leg][k]),
+            // A knee axis is a direction (checked), never zero.
+            has_axis: V3::gather(|k| knee_axes[leg][k]).length_squared().simd_gt(F::ZERO),
         };
         let turns = two_bone::lane_turns(&chains);
         let normal = world.model_vector(normal);
