@@ -4,7 +4,8 @@
 //! structure-of-arrays local poses (job 4), its root made in place and its root motion applied
 //! (job 6), its model matrices built (job 7) and its palette written (job 9) before the next
 //! entity starts. The local poses and, unless kept, the model matrices live in a
-//! [`ChainScratch`] of a few KiB per worker that stays in the core's L1 cache, instead of
+//! [`ChainScratch`] of a few KiB per worker (a stage group's, below, about 32 KiB for the
+//! built-in character; kept matrices are copied out) that stays in the core's L1 cache, instead of
 //! crowd-sized frame buffers that every job writes and the next reads back from memory. Each
 //! stage is the staged job's own per-entity function (`sample_blend_entity_soa`,
 //! [`root_motion_one`], `propagate_soa`, [`skin_entity`]), so the two modes compute the same
@@ -13,7 +14,9 @@
 //! The pose stages installed in the pipeline run at their points while the entity's data is
 //! in cache: [`LocalPoseStage`](crate::pose_stage::LocalPoseStage)s edit its local pose after
 //! job 4 or after job 6, [`PoseStage`](crate::pose_stage::PoseStage)s its model matrices
-//! between job 7 and job 9 (IK, constraints, foot placement).
+//! between job 7 and job 9 (IK, constraints, foot placement). With model stages the run goes
+//! in groups of up to [`STAGE_GROUP`] entities: jobs 4, 6 and 7 for each of the group, the
+//! model stages over the group at once, then job 9 for each.
 //!
 //! [`PoseChain::Fused`]: crate::pipeline::PoseChain::Fused
 
@@ -40,7 +43,7 @@ use std::sync::Arc;
 use sinew_runtime::store::Entity;
 
 /// Per-worker buffers of the fused chain, reused from entity to entity and frame to frame
-/// (sized by the largest entity seen).
+/// (sized by the largest entity, or stage group, seen).
 #[derive(Debug, Default)]
 pub struct ChainScratch {
     spans: Vec<KeySpan>,

@@ -14,8 +14,10 @@
 //!
 //! Stages run in the order they were added, each entity by one task, so the palettes do not
 //! depend on the thread count. In the fused pipeline they run inside the pose chain, with the
-//! entity's matrices still in cache; in the staged pipeline a node between job 7 and job 9 runs
-//! the same calls over [`ModelPoses`](crate::frame::ModelPoses).
+//! entities' matrices still in cache, a model stage over a group of up to [`STAGE_GROUP`]
+//! entities at once ([`PoseStage::apply_batch`], which a stage may solve lane-parallel); in
+//! the staged pipeline a node between job 7 and job 9 runs them per entity over
+//! [`ModelPoses`](crate::frame::ModelPoses).
 
 use crate::asset::{Rig, Transform};
 use crate::component::RigRef;
