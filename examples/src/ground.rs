@@ -53,7 +53,12 @@ impl GroundQuery for Waves {
             dz += c * kz;
         }
         let r = f32x8::ONE / (dx * dx + f32x8::ONE + dz * dz).sqrt();
-        let (h, nx, ny, nz) = (h.to_array(), (-dx * r).to_array(), r.to_array(), (-dz * r).to_array());
+        let (h, nx, ny, nz) = (
+            h.to_array(),
+            (-dx * r).to_array(),
+            r.to_array(),
+            (-dz * r).to_array(),
+        );
         std::array::from_fn(|k| GroundSample {
             height: h[k],
             normal: Vec3::new(nx[k], ny[k], nz[k]),

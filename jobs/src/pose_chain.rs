@@ -38,9 +38,9 @@ use crate::pose_stage::{
 };
 use bumpalo::Bump;
 use glam::Affine3A;
+use sinew_runtime::store::Entity;
 use std::ops::Range;
 use std::sync::Arc;
-use sinew_runtime::store::Entity;
 
 /// Per-worker buffers of the fused chain, reused from entity to entity and frame to frame
 /// (sized by the largest entity, or stage group, seen).
@@ -218,12 +218,16 @@ impl PoseChainJob<'_> {
     }
 
     fn run_entities<const STAGES: bool>(&mut self, scratch: &mut ChainScratch) {
-        let n = self.entities.len().min(self.rigs.len()).min(self.slots.len());
+        let n = self
+            .entities
+            .len()
+            .min(self.rigs.len())
+            .min(self.slots.len());
         let n = n.min(self.animations.len()).min(self.layer_weights.len());
         let mut tables = TableLookup::new(self.remap);
         let mut fallback_cursors = SamplingCursors::default();
-        let model_stages = STAGES
-            && (self.stages.stages.iter()).any(|s| s.point() == StagePoint::Propagated);
+        let model_stages =
+            STAGES && (self.stages.stages.iter()).any(|s| s.point() == StagePoint::Propagated);
         if model_stages {
             for first in (0..n).step_by(STAGE_GROUP) {
                 let group = first..(first + STAGE_GROUP).min(n);
@@ -258,7 +262,16 @@ impl PoseChainJob<'_> {
             propagate_soa(rig.parent_indices(), local, model);
             let (skins, palette) = (self.skins, &mut *self.palette);
             let rig = &self.rigs[i].0;
-            skin(skins, palette, self.palette_base, i, rig, &slot, &mut tables, model);
+            skin(
+                skins,
+                palette,
+                self.palette_base,
+                i,
+                rig,
+                &slot,
+                &mut tables,
+                model,
+            );
         }
     }
 
@@ -328,7 +341,16 @@ impl PoseChainJob<'_> {
                 kept.copy_from_slice(m);
             }
             let (rig, slot) = (&self.rigs[i].0, &self.slots[i]);
-            skin(self.skins, self.palette, self.palette_base, i, rig, slot, tables, m);
+            skin(
+                self.skins,
+                self.palette,
+                self.palette_base,
+                i,
+                rig,
+                slot,
+                tables,
+                m,
+            );
         }
     }
 

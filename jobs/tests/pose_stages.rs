@@ -313,7 +313,10 @@ fn entities_after_a_checked_one_are_still_checked() {
         let bad = entities[11];
         let fails = |store: &mut Store, animator: &mut Animator, want: &str| {
             let text = animator.run_frame(store, DT).unwrap_err().to_string();
-            assert!(text.contains(&format!("{bad:?}")) && text.contains(want), "{text}");
+            assert!(
+                text.contains(&format!("{bad:?}")) && text.contains(want),
+                "{text}"
+            );
         };
         store.get_mut::<FootPlacement>(bad).unwrap().legs[1].ankle_height = -1.0;
         fails(&mut store, &mut animator, "ankle height is -1");
@@ -363,7 +366,10 @@ fn groups_cut_anywhere_give_the_same_palettes() {
     };
     let want = palettes(64, 1);
     for (grain, threads) in [(1, 2), (3, 16), (5, 2), (7, 1), (11, 16), (64, 16)] {
-        assert!(palettes(grain, threads) == want, "grain {grain}, {threads} threads");
+        assert!(
+            palettes(grain, threads) == want,
+            "grain {grain}, {threads} threads"
+        );
     }
 }
 

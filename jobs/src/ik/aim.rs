@@ -12,12 +12,12 @@
 //! `IKAimJob`, `forward`, `up` and `offset` are in the joint's local space and the pole vector
 //! in model space.
 
+use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
 use super::{
     ChainMover, Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction,
     check_finite, check_hierarchy, check_unit_range, local_correction, rotation_of, to_model,
     turn_about, weighted,
 };
-use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
 use crate::asset::{Rig, Transform};
 use crate::math::soa::LANES;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
@@ -406,10 +406,15 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
         for (j, &b) in chain.iter().enumerate() {
             joints[k][j] = model[b].translation;
             // Each joint before the tip takes its share of the turn, the tip the rest.
-            let share = if j + 1 < chain.len() { input.share } else { 1.0 };
+            let share = if j + 1 < chain.len() {
+                input.share
+            } else {
+                1.0
+            };
             weights[j][k] = input.weight * share;
         }
-        (axes[0][k], axes[1][k], axes[2][k]) = (input.forward.into(), input.up.into(), input.offset.into());
+        (axes[0][k], axes[1][k], axes[2][k]) =
+            (input.forward.into(), input.up.into(), input.offset.into());
         if let Some(pole) = input.pole_vector {
             (poles[k], has_pole[k]) = (pole.into(), 1.0);
         }
@@ -554,7 +559,14 @@ mod lane_tests {
             target = clamp_to_cone(target, tip.into(), cone);
         }
         let tree = Subtrees::Baked(rig.subtree_ends());
-        solve(tree, model, &input.chain, input.share, &input.params(target)).is_some()
+        solve(
+            tree,
+            model,
+            &input.chain,
+            input.share,
+            &input.params(target),
+        )
+        .is_some()
     }
 
     /// The batched look-at gives each entity what the scalar stage gives it (to rounding) and
@@ -586,7 +598,11 @@ mod lane_tests {
                 let mut look = LookAt {
                     chain,
                     share: [0.5, 0.0, 0.3][kind % 3],
-                    target: Vec3::new(rng.range(-8.0, 8.0), rng.range(0.0, 3.0), rng.range(-8.0, 8.0)),
+                    target: Vec3::new(
+                        rng.range(-8.0, 8.0),
+                        rng.range(0.0, 3.0),
+                        rng.range(-8.0, 8.0),
+                    ),
                     space: TargetSpace::World,
                     forward: Vec3::Z,
                     up: Vec3::Y,
@@ -611,7 +627,10 @@ mod lane_tests {
                 if kind == 1 {
                     // Model space.
                     look.space = TargetSpace::Model;
-                    look.target = transform.to_affine().inverse().transform_point3(look.target);
+                    look.target = transform
+                        .to_affine()
+                        .inverse()
+                        .transform_point3(look.target);
                 }
                 cases.push((look, transform, local, model));
             }

@@ -10,13 +10,13 @@
 //! turns about its ankle to keep its animated orientation relative to the ground, tilted by
 //! the slope (at most `max_tilt`). The weight blends all of it in and out.
 
+use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
 use super::two_bone::{self, ChainMotion, TwoBoneParams, check_params as check_two_bone};
 use super::{
     Motion, Subtrees, arc, check_bone, check_direction, check_hierarchy, check_rest_length,
     check_unit_range, translate_subtree, weighted,
 };
 use crate::asset::{Rig, Transform};
-use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
 use crate::math::soa::LANES;
 use crate::pose_stage::{PoseStage, STAGE_GROUP, StageError, StagePose};
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
@@ -361,7 +361,11 @@ impl<G: GroundQuery + 'static> PoseStage for FootPlacementStage<G> {
     }
 
     fn apply(&self, input: &FootPlacement, pose: &mut StagePose<'_>) {
-        place_lanes(std::slice::from_ref(input), std::slice::from_mut(pose), &self.ground);
+        place_lanes(
+            std::slice::from_ref(input),
+            std::slice::from_mut(pose),
+            &self.ground,
+        );
     }
 
     fn apply_batch(&self, inputs: &[FootPlacement], poses: &mut [StagePose<'_>]) {
@@ -466,7 +470,11 @@ fn place_lanes<G: GroundQuery + 'static>(
     let mut ok = gather(|k| if active[k] { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
     let mut legs = [(V3::ZERO, V3::ZERO, F::ZERO, V3::ZERO, V3::ZERO); 2];
     for (leg, out) in legs.iter_mut().enumerate() {
-        let (hip, knee, ankle) = (world_joint(3 * leg), world_joint(3 * leg + 1), world_joint(3 * leg + 2));
+        let (hip, knee, ankle) = (
+            world_joint(3 * leg),
+            world_joint(3 * leg + 1),
+            world_joint(3 * leg + 2),
+        );
         let g = ground.ground_batch(&ankle.x.to_array(), &ankle.z.to_array());
         let height = gather(|k| g[k].height);
         let normal = V3::gather(|k| Vec3A::from(g[k].normal));
@@ -489,7 +497,11 @@ fn place_lanes<G: GroundQuery + 'static>(
     // The pelvis: the lower leg's need, then lower where a leg still cannot reach.
     let mut offset = (legs[0].0.y - legs[0].4.y).min(legs[1].0.y - legs[1].4.y);
     for &(target, _, reach, hip, _) in &legs {
-        let q = target - V3 { y: hip.y + offset, ..hip };
+        let q = target
+            - V3 {
+                y: hip.y + offset,
+                ..hip
+            };
         let (q2, r2) = (q.length_squared(), reach * reach);
         let disc = q.y * q.y - (q2 - r2);
         let lower = disc.simd_ge(F::ZERO).select(-q.y - disc.sqrt(), -q.y);
@@ -497,7 +509,10 @@ fn place_lanes<G: GroundQuery + 'static>(
         offset = lowers.select(offset - lower, offset);
     }
     let offset = offset * weight;
-    let lift = world.model_vector(V3 { y: offset, ..V3::ZERO });
+    let lift = world.model_vector(V3 {
+        y: offset,
+        ..V3::ZERO
+    });
     let (lifts, offsets) = (lift.lanes(), offset.to_array());
     let ok_lanes = ok.to_bitmask();
     for (k, pose) in poses.iter_mut().enumerate().take(n) {
@@ -524,7 +539,9 @@ fn place_lanes<G: GroundQuery + 'static>(
             mid_frame: M3::gather(|k| knees[k][leg]),
             mid_axis: V3::gather(|k| knee_axes[leg][k]),
             // A knee axis is a direction (checked), never zero.
-            has_axis: V3::gather(|k| knee_axes[leg][k]).length_squared().simd_gt(F::ZERO),
+            has_axis: V3::gather(|k| knee_axes[leg][k])
+                .length_squared()
+                .simd_gt(F::ZERO),
         };
         let turns = two_bone::lane_turns(&chains);
         let normal = world.model_vector(normal);
@@ -553,7 +570,9 @@ fn place_lanes<G: GroundQuery + 'static>(
         // As the scalar solve: a solve that turns nothing (and reaches nothing) moves the foot
         // alone.
         let still = |q: Q| {
-            q.v.x.simd_eq(F::ZERO) & q.v.y.simd_eq(F::ZERO) & q.v.z.simd_eq(F::ZERO)
+            q.v.x.simd_eq(F::ZERO)
+                & q.v.y.simd_eq(F::ZERO)
+                & q.v.z.simd_eq(F::ZERO)
                 & q.w.simd_eq(F::ONE)
         };
         let moves = (!(still(turns.start) & still(turns.mid)) | turns.reached).to_bitmask();
@@ -639,7 +658,11 @@ mod tests {
             weight: 1.0,
             max_tilt: 0.5,
         };
-        let mut at = Vec3::new(rng.range(-6.0, 6.0), rng.range(-0.2, 0.2), rng.range(-6.0, 6.0));
+        let mut at = Vec3::new(
+            rng.range(-6.0, 6.0),
+            rng.range(-0.2, 0.2),
+            rng.range(-6.0, 6.0),
+        );
         match kind {
             // Weight 0: nothing moves.
             1 => placement.weight = 0.0,
@@ -678,7 +701,9 @@ mod tests {
         let (mut worst, mut worst_miss, mut reached_legs) = (0.0f32, 0.0f32, 0);
         for round in 0..60 {
             let n = [8, 5, 1, 7][round % 4];
-            let cases: Vec<Case> = (0..n).map(|k| case(&rig, &mut rng, (k + round) % 8)).collect();
+            let cases: Vec<Case> = (0..n)
+                .map(|k| case(&rig, &mut rng, (k + round) % 8))
+                .collect();
             let inputs: Vec<FootPlacement> = cases.iter().map(|c| c.placement).collect();
             let mut models: Vec<Vec<Affine3A>> = cases.iter().map(|c| c.model.clone()).collect();
             let mut poses: Vec<StagePose<'_>> = (cases.iter().zip(&mut models))
@@ -712,7 +737,11 @@ mod tests {
                 let hinged = |b: usize| c.placement.legs.iter().any(|l| b == l.hip || b == l.knee);
                 for b in 0..rig.bone_count() {
                     let gap = largest_gap(&models[k][b..b + 1], &want_model[b..b + 1]);
-                    let allowed = if hinged(b) { HINGE_TOLERANCE } else { TOLERANCE };
+                    let allowed = if hinged(b) {
+                        HINGE_TOLERANCE
+                    } else {
+                        TOLERANCE
+                    };
                     assert!(gap <= allowed, "{what}, bone {b}: {gap}");
                     worst = worst.max(gap);
                 }
@@ -752,6 +781,8 @@ mod tests {
             }
         }
         assert!(reached_legs > 100, "{reached_legs}");
-        eprintln!("largest gap to the job: {worst:e}, largest miss of a reached target: {worst_miss:e}");
+        eprintln!(
+            "largest gap to the job: {worst:e}, largest miss of a reached target: {worst_miss:e}"
+        );
     }
 }

@@ -449,7 +449,14 @@ pub(crate) fn arc(from: V3, to: V3) -> Q {
     if opposite.any() {
         // Half a turn, about any normal of `from`.
         let axis = (from * (F::ONE / from.length())).any_orthonormal();
-        q = Q::select(opposite, Q { v: axis, w: F::ZERO }, q);
+        q = Q::select(
+            opposite,
+            Q {
+                v: axis,
+                w: F::ZERO,
+            },
+            q,
+        );
     }
     q
 }

@@ -24,10 +24,26 @@ pub(crate) fn biped() -> Rig {
     let head = add("head", Some(neck), Vec3::new(0.0, 0.1, 0.0));
     add("eye", Some(head), Vec3::new(0.0, 0.09, 0.1));
     for (side, x) in [("_l", 0.1), ("_r", -0.1)] {
-        let thigh = add(&format!("thigh{side}"), Some(pelvis), Vec3::new(x, -0.05, 0.0));
-        let shin = add(&format!("shin{side}"), Some(thigh), Vec3::new(0.0, -0.43, 0.0));
-        let foot = add(&format!("foot{side}"), Some(shin), Vec3::new(0.0, -0.4, 0.0));
-        add(&format!("toe{side}"), Some(foot), Vec3::new(0.0, -0.05, 0.13));
+        let thigh = add(
+            &format!("thigh{side}"),
+            Some(pelvis),
+            Vec3::new(x, -0.05, 0.0),
+        );
+        let shin = add(
+            &format!("shin{side}"),
+            Some(thigh),
+            Vec3::new(0.0, -0.43, 0.0),
+        );
+        let foot = add(
+            &format!("foot{side}"),
+            Some(shin),
+            Vec3::new(0.0, -0.4, 0.0),
+        );
+        add(
+            &format!("toe{side}"),
+            Some(foot),
+            Vec3::new(0.0, -0.05, 0.13),
+        );
     }
     RawRig {
         name: "test biped".into(),
@@ -65,7 +81,10 @@ impl Rng {
             self.range(-1.0, 1.0),
             self.range(-1.0, 1.0),
         );
-        Quat::from_axis_angle(axis.try_normalize().unwrap_or(Vec3::X), self.range(0.0, angle))
+        Quat::from_axis_angle(
+            axis.try_normalize().unwrap_or(Vec3::X),
+            self.range(0.0, angle),
+        )
     }
 }
 

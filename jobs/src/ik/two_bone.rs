@@ -24,12 +24,12 @@
 //! - **reached** says whether the full-weight solution puts the end within 1e-4 chain lengths
 //!   of the target; it does not depend on `weight`.
 
+use super::lanes::{F, M3, Q, V3, arc as lane_arc, rotation_from_cos_sin as lane_rotation};
 use super::{
     Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
     check_hierarchy, check_unit_range, local_correction, rotation_from_cos_sin, rotation_of,
     to_model, turn_about, weighted,
 };
-use super::lanes::{F, M3, Q, V3, arc as lane_arc, rotation_from_cos_sin as lane_rotation};
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
 use glam::{Affine3A, Quat, Vec3, Vec3A};
@@ -374,7 +374,8 @@ pub(crate) fn lane_turns(c: &LaneChains) -> LaneTurns {
     let dist = st.length();
     let chain = l1 + l2;
     let tiny = F::splat(1e-6) * chain;
-    let solved = l1.simd_gt(tiny) & l2.simd_gt(tiny) & dist.simd_gt(tiny) & c.weight.simd_gt(F::ZERO);
+    let solved =
+        l1.simd_gt(tiny) & l2.simd_gt(tiny) & dist.simd_gt(tiny) & c.weight.simd_gt(F::ZERO);
     let reach_lo = (l1 - l2).abs();
     let d = dist.max(reach_lo).min(chain);
     let given = c.mid_frame.mul_vec(c.mid_axis).normalize_or_zero();
@@ -387,7 +388,15 @@ pub(crate) fn lane_turns(c: &LaneChains) -> LaneTurns {
     } else {
         axis
     };
-    let pose = LaneChain { s, m, u, v, l1, l2, axis };
+    let pose = LaneChain {
+        s,
+        m,
+        u,
+        v,
+        l1,
+        l2,
+        axis,
+    };
     let full = st * (d / dist);
     let (full_mid, full_start, exact) = pose.turns(full, d);
     let miss = full - st;
@@ -455,7 +464,11 @@ impl LaneChain {
         // Start: swing the new end onto the goal.
         let e1 = self.m + q_mid.rotate(v) - self.s;
         let has_dir = goal.length_squared().simd_gt(F::ZERO) & goal.length().is_finite();
-        let swing = Q::select(e1.length_squared().simd_gt(F::ZERO), lane_arc(e1, goal), Q::IDENTITY);
+        let swing = Q::select(
+            e1.length_squared().simd_gt(F::ZERO),
+            lane_arc(e1, goal),
+            Q::IDENTITY,
+        );
         let q_start = Q::select(has_dir, swing.normalize(), Q::IDENTITY);
         (q_mid, q_start, exact & has_dir)
     }
