@@ -409,6 +409,19 @@ fn legs_nest(tree: Subtrees<'_>, p: &FootPlacement) -> bool {
     (a..tree.end(a)).contains(&b) || (b..tree.end(b)).contains(&a)
 }
 
+/// One leg of each lane's entity, world space: the ankle's target and the ground's normal
+/// there, the leg's reach, its hip and ankle before anything moves, and where the ground's
+/// answer is usable.
+#[derive(Clone, Copy)]
+struct LegLanes {
+    target: V3,
+    normal: V3,
+    reach: F,
+    hip: V3,
+    ankle: V3,
+    usable: F,
+}
+
 /// [`solve`] for up to [`LANES`] entities, one per lane (inputs checked): the same steps, each
 /// lane deciding its branches; the bones then move per entity with its lane's motions. An
 /// entity whose legs nest is solved alone by [`solve`]. Returns what each entity's solve did.
@@ -467,9 +480,8 @@ fn place_lanes<G: GroundQuery + 'static>(
     let world_joint = |j: usize| world.world_point(model_joint(j));
 
     // Each ankle's target and the ground's normal there (world space).
-    let mut ok = gather(|k| if active[k] { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
-    let mut legs = [(V3::ZERO, V3::ZERO, F::ZERO, V3::ZERO, V3::ZERO); 2];
-    for (leg, out) in legs.iter_mut().enumerate() {
+    let active = gather(|k| if active[k] { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
+    let legs = [0, 1].map(|leg| {
         let (hip, knee, ankle) = (
             world_joint(3 * leg),
             world_joint(3 * leg + 1),
@@ -480,11 +492,9 @@ fn place_lanes<G: GroundQuery + 'static>(
         let normal = V3::gather(|k| Vec3A::from(g[k].normal));
         let rcp = F::ONE / normal.length();
         let normal = normal * rcp;
-        ok = ok
-            & rcp.is_finite()
-            & rcp.simd_gt(F::ZERO)
-            & normal.y.simd_gt(F::ZERO)
-            & height.is_finite();
+        // A ground that says nothing usable here: the entity keeps its pose.
+        let usable =
+            rcp.is_finite() & rcp.simd_gt(F::ZERO) & normal.y.simd_gt(F::ZERO) & height.is_finite();
         let clearance = ankle.y - base;
         let target = V3 {
             x: ankle.x,
@@ -492,11 +502,23 @@ fn place_lanes<G: GroundQuery + 'static>(
             z: ankle.z,
         } + normal * clearance;
         let reach = ((knee - hip).length() + (ankle - knee).length()) * F::splat(0.9999);
-        *out = (target, normal, reach, hip, ankle);
-    }
+        LegLanes {
+            target,
+            normal,
+            reach,
+            hip,
+            ankle,
+            usable,
+        }
+    });
+    let ok = active & legs[0].usable & legs[1].usable;
     // The pelvis: the lower leg's need, then lower where a leg still cannot reach.
-    let mut offset = (legs[0].0.y - legs[0].4.y).min(legs[1].0.y - legs[1].4.y);
-    for &(target, _, reach, hip, _) in &legs {
+    let need = |leg: &LegLanes| leg.target.y - leg.ankle.y;
+    let mut offset = need(&legs[0]).min(need(&legs[1]));
+    for &LegLanes {
+        target, reach, hip, ..
+    } in &legs
+    {
         let q = target
             - V3 {
                 y: hip.y + offset,
@@ -529,7 +551,7 @@ fn place_lanes<G: GroundQuery + 'static>(
     let max_tilt = F::from(max_tilts);
     let cos_max_tilt = max_tilt.cos();
     let (half_sin, half_cos) = (max_tilt * F::HALF).sin_cos();
-    for (leg, &(target, normal, ..)) in legs.iter().enumerate() {
+    for (leg, &LegLanes { target, normal, .. }) in legs.iter().enumerate() {
         let chains = two_bone::LaneChains {
             s: model_joint(3 * leg) + lift,
             m: model_joint(3 * leg + 1) + lift,
