@@ -368,8 +368,8 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     // World-space targets, and the transforms that take them to model space.
     let mut in_world = [false; LANES];
     let mut transforms = [Transform::IDENTITY; LANES];
-    // Per entity: the tip's matrix, each step's joint and weight, the aim's axes and pole, the
-    // cone (a zero axis without one).
+    // Per entity: the tip's matrix, each step's joint and weight, the tip's forward axis, up
+    // axis and eye offset (`axes`), the pole, the cone (a zero axis without one).
     let mut tips = [Affine3A::IDENTITY; LANES];
     let mut joints = [[Vec3A::ZERO; LANE_CHAIN]; LANES];
     let mut weights = [[0.0f32; LANES]; LANE_CHAIN];
