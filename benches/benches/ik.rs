@@ -4,6 +4,8 @@
 //! count without stages, with a head look-at, and with the crowd example's foot placement
 //! (two-bone IK on both legs, the pelvis, the feet's tilt) and neck-head look-at: a superset of
 //! the budget of two-bone IK on both legs plus a head look-at, at most 10% of the frame.
+//! The jobs are the scalar reference, one entity at a time; in the frames the stages run over
+//! groups of eight entities, foot placement and look-at one entity per `f32x8` lane.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::{Affine3A, Quat, Vec3};

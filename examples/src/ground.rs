@@ -10,6 +10,7 @@ use sinew_jobs::ik::{
 use sinew_jobs::pose_stage::PoseStages;
 use sinew_runtime::store::{Entity, Store};
 use std::sync::Arc;
+use wide::f32x8;
 
 /// The ground: `y = Σ aᵢ · sin(kₓᵢ·x + k_zᵢ·z + φᵢ)`, a few centimetres of swell over metres.
 #[derive(Clone, Copy, Debug, Default)]
@@ -36,6 +37,32 @@ impl GroundQuery for Waves {
             height: h,
             normal: Vec3::new(-dx, 1.0, -dz).normalize(),
         }
+    }
+
+    /// [`Waves::ground`] for eight points at once: the same sums per lane, with `wide`'s
+    /// polynomial `sin_cos` (its own lanes' inputs only, so each answer is deterministic and
+    /// independent of the other points).
+    fn ground_batch(&self, x: &[f32; 8], z: &[f32; 8]) -> [GroundSample; 8] {
+        let (x, z) = (f32x8::from(*x), f32x8::from(*z));
+        let (mut h, mut dx, mut dz) = (f32x8::ZERO, f32x8::ZERO, f32x8::ZERO);
+        for (a, kx, kz, phase) in SINES {
+            let (sin, cos) = (x * kx + z * kz + phase).sin_cos();
+            h += sin * a;
+            let c = cos * a;
+            dx += c * kx;
+            dz += c * kz;
+        }
+        let r = f32x8::ONE / (dx * dx + f32x8::ONE + dz * dz).sqrt();
+        let (h, nx, ny, nz) = (
+            h.to_array(),
+            (-dx * r).to_array(),
+            r.to_array(),
+            (-dz * r).to_array(),
+        );
+        std::array::from_fn(|k| GroundSample {
+            height: h[k],
+            normal: Vec3::new(nx[k], ny[k], nz[k]),
+        })
     }
 }
 

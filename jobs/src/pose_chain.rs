@@ -4,7 +4,8 @@
 //! structure-of-arrays local poses (job 4), its root made in place and its root motion applied
 //! (job 6), its model matrices built (job 7) and its palette written (job 9) before the next
 //! entity starts. The local poses and, unless kept, the model matrices live in a
-//! [`ChainScratch`] of a few KiB per worker that stays in the core's L1 cache, instead of
+//! [`ChainScratch`] of a few KiB per worker (a stage group's, below, about 32 KiB for the
+//! built-in character; kept matrices are copied out) that stays in the core's L1 cache, instead of
 //! crowd-sized frame buffers that every job writes and the next reads back from memory. Each
 //! stage is the staged job's own per-entity function (`sample_blend_entity_soa`,
 //! [`root_motion_one`], `propagate_soa`, [`skin_entity`]), so the two modes compute the same
@@ -13,11 +14,13 @@
 //! The pose stages installed in the pipeline run at their points while the entity's data is
 //! in cache: [`LocalPoseStage`](crate::pose_stage::LocalPoseStage)s edit its local pose after
 //! job 4 or after job 6, [`PoseStage`](crate::pose_stage::PoseStage)s its model matrices
-//! between job 7 and job 9 (IK, constraints, foot placement).
+//! between job 7 and job 9 (IK, constraints, foot placement). With model stages the run goes
+//! in groups of up to [`STAGE_GROUP`] entities: jobs 4, 6 and 7 for each of the group, the
+//! model stages over the group at once, then job 9 for each.
 //!
 //! [`PoseChain::Fused`]: crate::pipeline::PoseChain::Fused
 
-use crate::asset::KeySpan;
+use crate::asset::{KeySpan, Rig};
 use crate::component::{
     Animations, EntityTransform, FrameSlot, LayerWeights, RigRef, RootMotion, SamplingCursors,
     SkinRef,
@@ -31,18 +34,23 @@ use crate::j8_remap_cache::RemapCache;
 use crate::j9_skinning::{TableLookup, check_range, check_skin, skin_entity};
 use crate::math::soa::{LANES, SoaTransform};
 use crate::pose_stage::{
-    ChunkStage, LocalPose, LocalPoseMut, LocalStagePose, StagePoint, StagePose,
+    ChunkStage, LocalPose, LocalPoseMut, LocalStagePose, STAGE_GROUP, StagePoint, StagePose,
 };
+use bumpalo::Bump;
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
+use std::ops::Range;
+use std::sync::Arc;
 
 /// Per-worker buffers of the fused chain, reused from entity to entity and frame to frame
-/// (sized by the largest entity seen).
+/// (sized by the largest entity, or stage group, seen).
 #[derive(Debug, Default)]
 pub struct ChainScratch {
     spans: Vec<KeySpan>,
     local: Vec<SoaTransform>,
     model: Vec<Affine3A>,
+    /// A group's [`StagePose`]s (reset per group).
+    poses: Bump,
 }
 
 /// The pose stages of one run's chunk: those whose input component the chunk has, and the
@@ -191,9 +199,9 @@ impl PoseChainJob<'_> {
                 Some(skin) => check_skin(JOB, self.entities[i], rig, skin, s, &mut tables)?,
                 None => check_len(JOB, "slot palette count", 0, s.palette_count as usize)?,
             }
-            for stage in self.stages.stages {
-                stage.check(self.stages.row_base + i, self.entities[i], &rig.0)?;
-            }
+        }
+        for stage in self.stages.stages {
+            stage.check_rows(self.stages.row_base, self.entities, self.rigs)?;
         }
         Ok(())
     }
@@ -210,74 +218,32 @@ impl PoseChainJob<'_> {
     }
 
     fn run_entities<const STAGES: bool>(&mut self, scratch: &mut ChainScratch) {
+        let n = self
+            .entities
+            .len()
+            .min(self.rigs.len())
+            .min(self.slots.len());
+        let n = n.min(self.animations.len()).min(self.layer_weights.len());
         let mut tables = TableLookup::new(self.remap);
         let mut fallback_cursors = SamplingCursors::default();
-        let per_entity = self
-            .rigs
-            .iter()
-            .zip(self.slots)
-            .zip(self.animations.iter().zip(self.layer_weights));
-        for (i, ((rig, slot), (animations, lw))) in per_entity.enumerate() {
-            let (rig, animations) = (&rig.0, animations.as_slice());
+        let model_stages =
+            STAGES && (self.stages.stages.iter()).any(|s| s.point() == StagePoint::Propagated);
+        if model_stages {
+            for first in (0..n).step_by(STAGE_GROUP) {
+                let group = first..(first + STAGE_GROUP).min(n);
+                self.run_group(group, scratch, &mut tables, &mut fallback_cursors);
+            }
+            return;
+        }
+        for i in 0..n {
+            let (rig, slot) = (&*self.rigs[i].0, self.slots[i]);
             let bones = rig.bone_count();
-
-            // Job 4: spans, then SoA local poses.
-            let needed: usize = animations.iter().map(|a| a.clip.timelines().len()).sum();
-            scratch.spans.resize(needed, KeySpan::default());
-            let cursors = match self.cursors.as_deref_mut().and_then(|c| c.get_mut(i)) {
-                Some(c) => c,
-                None => &mut fallback_cursors,
-            };
-            resolve_spans(animations, cursors, &mut scratch.spans);
-            let sampling = EntitySampling {
-                rig,
-                animations,
-                layer_weights: lw.0,
-                span_offset: 0,
-                bone_offset: slot.bone_offset,
-            };
             let blocks = bones.div_ceil(LANES);
             if scratch.local.len() < blocks {
                 scratch.local.resize(blocks, SoaTransform::default());
             }
             let local = &mut scratch.local[..blocks];
-            sample_blend_entity_soa(&sampling, &scratch.spans, bones, local);
-            let entity = self.entities.get(i).copied();
-            if STAGES && let Some(entity) = entity {
-                let transform = self.transforms.as_deref().and_then(|t| t.get(i));
-                let point = StagePoint::Sampled;
-                let t = transform.map(|t| &t.0);
-                self.stages.apply_local(point, i, entity, rig, local, t);
-            }
-
-            // Job 6: root motion, and the root made in place.
-            if let Some(motion) = self.motion.as_deref_mut().and_then(|m| m.get_mut(i)) {
-                let root = rig.root().get();
-                let transform = self.transforms.as_deref_mut().and_then(|t| t.get_mut(i));
-                match local.get_mut(root / LANES) {
-                    Some(block) if has_root_motion(animations) => {
-                        let mut pose = block.lane(root % LANES);
-                        root_motion_one(
-                            animations,
-                            lw,
-                            root,
-                            motion,
-                            transform,
-                            Some(&mut pose),
-                            self.dt,
-                        );
-                        block.set_lane(root % LANES, &pose);
-                    }
-                    _ => root_motion_one(animations, lw, root, motion, transform, None, self.dt),
-                }
-            }
-
-            if STAGES && let Some(entity) = entity {
-                let transform = self.transforms.as_deref().and_then(|t| t.get(i));
-                let point = StagePoint::RootMoved;
-                let t = transform.map(|t| &t.0);
-                self.stages.apply_local(point, i, entity, rig, local, t);
-            }
+            self.local_pose::<STAGES>(i, &mut scratch.spans, &mut fallback_cursors, local);
 
             // Job 7: model matrices, into the kept buffer or the scratch.
             let kept = self.model.as_deref_mut().and_then(|m| {
@@ -294,38 +260,162 @@ impl PoseChainJob<'_> {
                 }
             };
             propagate_soa(rig.parent_indices(), local, model);
+            let (skins, palette) = (self.skins, &mut *self.palette);
+            let rig = &self.rigs[i].0;
+            skin(
+                skins,
+                palette,
+                self.palette_base,
+                i,
+                rig,
+                &slot,
+                &mut tables,
+                model,
+            );
+        }
+    }
 
-            // The model stages, on the matrices skinning reads.
-            if STAGES && let Some(entity) = entity {
-                let transform = self.transforms.as_deref().and_then(|t| t.get(i));
-                let mut pose = StagePose {
-                    entity,
-                    rig,
-                    local: LocalPose::soa(local, bones),
-                    model: &mut *model,
-                    transform: transform.map(|t| &t.0),
-                };
-                let model_stages = self.stages.stages.iter();
-                for stage in model_stages.filter(|s| s.point() == StagePoint::Propagated) {
-                    stage.apply(self.stages.row_base + i, &mut pose);
-                }
+    /// Jobs 4, 6, 7 for the run's entities `group` (at most [`STAGE_GROUP`]), into the
+    /// scratch; the model stages over the group at once; then each entity's kept matrices and
+    /// palette (job 9). Each entity's results do not depend on the group it is in.
+    fn run_group(
+        &mut self,
+        group: Range<usize>,
+        scratch: &mut ChainScratch,
+        tables: &mut TableLookup<'_>,
+        fallback_cursors: &mut SamplingCursors,
+    ) {
+        let bones = |i: usize| self.rigs[i].0.bone_count();
+        let blocks: usize = group.clone().map(|i| bones(i).div_ceil(LANES)).sum();
+        let matrices: usize = group.clone().map(bones).sum();
+        if scratch.local.len() < blocks {
+            scratch.local.resize(blocks, SoaTransform::default());
+        }
+        if scratch.model.len() < matrices {
+            scratch.model.resize(matrices, Affine3A::IDENTITY);
+        }
+        let (mut local, mut model) = (&mut scratch.local[..blocks], &mut scratch.model[..matrices]);
+        let rigs = self.rigs;
+        for i in group.clone() {
+            let rig = &*rigs[i].0;
+            let (l, rest) = local.split_at_mut(rig.bone_count().div_ceil(LANES));
+            let (m, rest_m) = model.split_at_mut(rig.bone_count());
+            (local, model) = (rest, rest_m);
+            self.local_pose::<true>(i, &mut scratch.spans, fallback_cursors, l);
+            propagate_soa(rig.parent_indices(), l, m);
+        }
+
+        // The model stages, on the matrices skinning reads, over the group.
+        scratch.poses.reset();
+        let mut poses = bumpalo::collections::Vec::with_capacity_in(group.len(), &scratch.poses);
+        let (mut local, mut model) = (&scratch.local[..blocks], &mut scratch.model[..matrices]);
+        for i in group.clone() {
+            let rig = &*self.rigs[i].0;
+            let (l, rest) = local.split_at(rig.bone_count().div_ceil(LANES));
+            let (m, rest_m) = model.split_at_mut(rig.bone_count());
+            (local, model) = (rest, rest_m);
+            let transform = self.transforms.as_deref().and_then(|t| t.get(i));
+            poses.push(StagePose {
+                entity: self.entities[i],
+                rig,
+                local: LocalPose::soa(l, rig.bone_count()),
+                model: m,
+                transform: transform.map(|t| &t.0),
+            });
+        }
+        let model_stages = self.stages.stages.iter();
+        for stage in model_stages.filter(|s| s.point() == StagePoint::Propagated) {
+            stage.apply(self.stages.row_base + group.start, &mut poses);
+        }
+        drop(poses);
+
+        let mut model = &mut scratch.model[..matrices];
+        for i in group {
+            let bones = self.rigs[i].0.bone_count();
+            let (m, rest) = model.split_at_mut(bones);
+            model = rest;
+            let start = self.slots[i].bone_offset.wrapping_sub(self.model_base) as usize;
+            let kept = (self.model.as_deref_mut())
+                .and_then(|k| k.get_mut(start..start.saturating_add(bones)));
+            if let Some(kept) = kept {
+                kept.copy_from_slice(m);
             }
+            let (rig, slot) = (&self.rigs[i].0, &self.slots[i]);
+            skin(
+                self.skins,
+                self.palette,
+                self.palette_base,
+                i,
+                rig,
+                slot,
+                tables,
+                m,
+            );
+        }
+    }
 
-            // Job 9: the palette.
-            let Some(skin) = self.skins.and_then(|s| s.get(i)) else {
-                continue;
-            };
-            let Some(table) = tables.get(rig, &skin.mesh) else {
-                continue;
-            };
-            let p0 = slot.palette_offset.wrapping_sub(self.palette_base) as usize;
-            let Some(out) = self
-                .palette
-                .get_mut(p0..p0.saturating_add(slot.palette_count as usize))
-            else {
-                continue;
-            };
-            skin_entity(model, skin, table, out);
+    /// Jobs 4 and 6 (and the local stages at their points, when `STAGES`) for the run's entity
+    /// `i`, into `local`.
+    fn local_pose<const STAGES: bool>(
+        &mut self,
+        i: usize,
+        spans: &mut Vec<KeySpan>,
+        fallback_cursors: &mut SamplingCursors,
+        local: &mut [SoaTransform],
+    ) {
+        let (rig, slot) = (&*self.rigs[i].0, self.slots[i]);
+        let (animations, lw) = (self.animations[i].as_slice(), &self.layer_weights[i]);
+        let bones = rig.bone_count();
+
+        // Job 4: spans, then SoA local poses.
+        let needed: usize = animations.iter().map(|a| a.clip.timelines().len()).sum();
+        spans.resize(needed, KeySpan::default());
+        let cursors = match self.cursors.as_deref_mut().and_then(|c| c.get_mut(i)) {
+            Some(c) => c,
+            None => fallback_cursors,
+        };
+        resolve_spans(animations, cursors, spans);
+        let sampling = EntitySampling {
+            rig,
+            animations,
+            layer_weights: lw.0,
+            span_offset: 0,
+            bone_offset: slot.bone_offset,
+        };
+        sample_blend_entity_soa(&sampling, spans, bones, local);
+        let entity = self.entities[i];
+        if STAGES {
+            let transform = self.transforms.as_deref().and_then(|t| t.get(i));
+            let t = transform.map(|t| &t.0);
+            (self.stages).apply_local(StagePoint::Sampled, i, entity, rig, local, t);
+        }
+
+        // Job 6: root motion, and the root made in place.
+        if let Some(motion) = self.motion.as_deref_mut().and_then(|m| m.get_mut(i)) {
+            let root = rig.root().get();
+            let transform = self.transforms.as_deref_mut().and_then(|t| t.get_mut(i));
+            match local.get_mut(root / LANES) {
+                Some(block) if has_root_motion(animations) => {
+                    let mut pose = block.lane(root % LANES);
+                    root_motion_one(
+                        animations,
+                        lw,
+                        root,
+                        motion,
+                        transform,
+                        Some(&mut pose),
+                        self.dt,
+                    );
+                    block.set_lane(root % LANES, &pose);
+                }
+                _ => root_motion_one(animations, lw, root, motion, transform, None, self.dt),
+            }
+        }
+
+        if STAGES {
+            let transform = self.transforms.as_deref().and_then(|t| t.get(i));
+            let t = transform.map(|t| &t.0);
+            (self.stages).apply_local(StagePoint::RootMoved, i, entity, rig, local, t);
         }
     }
 
@@ -416,6 +506,32 @@ impl PoseChainJob<'_> {
             Err(_) => job.run(&mut ChainScratch::default()),
         });
     }
+}
+
+/// Job 9: the run's entity `i`'s palette from its model matrices, into the run's palette
+/// piece (which starts at palette entry `palette_base`).
+#[allow(clippy::too_many_arguments)] // the run's pieces that job 9 reads, borrowed apart
+fn skin(
+    skins: Option<&[SkinRef]>,
+    palette: &mut [PaletteEntry],
+    palette_base: u32,
+    i: usize,
+    rig: &Arc<Rig>,
+    slot: &FrameSlot,
+    tables: &mut TableLookup<'_>,
+    model: &[Affine3A],
+) {
+    let Some(skin) = skins.and_then(|s| s.get(i)) else {
+        return;
+    };
+    let Some(table) = tables.get(rig, &skin.mesh) else {
+        return;
+    };
+    let p0 = slot.palette_offset.wrapping_sub(palette_base) as usize;
+    let Some(out) = palette.get_mut(p0..p0.saturating_add(slot.palette_count as usize)) else {
+        return;
+    };
+    skin_entity(model, skin, table, out);
 }
 
 thread_local! {

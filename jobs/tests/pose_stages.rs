@@ -1,6 +1,6 @@
 //! Pose stages in the pipeline, on the built-in crowd: running them through the hook gives the
-//! palettes of the standalone jobs run on the frame's model matrices and then skinned, bit for
-//! bit; the staged pipeline gives the same; 1 and 4 threads give the same; entities without a
+//! palettes of the standalone jobs run on the frame's model matrices and then skinned (bit for
+//! bit for two-bone IK, to rounding for the lane-parallel foot placement and look-at); the staged pipeline gives the same; 1 and 4 threads give the same; entities without a
 //! stage's component keep the palettes of a pipeline without stages; a bad target fails the
 //! frame naming the stage and the entity, and changes nothing.
 
@@ -169,8 +169,13 @@ fn per_entity_palettes(store: &Store, animator: &Animator, entities: &[Entity]) 
         .collect()
 }
 
+/// How far (any palette component, model units for translations) the batched foot placement
+/// and look-at may put a palette from the standalone jobs': rounding of the lane forms (`wide`'s
+/// polynomial `atan2` and `sin_cos` for libm's) on a character about 1.8 units tall.
+const PALETTE_TOLERANCE: f32 = 2e-5;
+
 #[test]
-fn the_hook_gives_the_standalone_jobs_palettes_bit_for_bit() {
+fn the_hook_gives_the_standalone_jobs_palettes() {
     let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
     let (_, _, hooked) = run(&c, PoseChain::default(), &stages(), true, 3);
 
@@ -191,7 +196,7 @@ fn the_hook_gives_the_standalone_jobs_palettes_bit_for_bit() {
     let model = store.resource::<ModelPoses>().unwrap().0.clone();
     let remap = store.resource::<RemapCache>().unwrap();
     let mut tables = TableLookup::new(remap);
-    let mut changed = 0;
+    let (mut changed, mut worst) = (0, 0.0f32);
     for (i, &e) in entities.iter().enumerate() {
         let slot = *store.get::<FrameSlot>(e).unwrap();
         let rig = store.get::<RigRef>(e).unwrap().0.clone();
@@ -248,8 +253,17 @@ fn the_hook_gives_the_standalone_jobs_palettes_bit_for_bit() {
         let mut out = vec![[0.0f32; 12]; slot.palette_count as usize];
         skin_entity(&m, skin, table, &mut out);
         let want: Vec<u32> = out.iter().flatten().map(|x| x.to_bits()).collect();
-        assert_eq!(hooked[i], want, "entity {i}");
         assert!(want.iter().all(|&b| f32::from_bits(b).is_finite()));
+        if store.get::<FootPlacement>(e).is_ok() || store.get::<LookAt>(e).is_ok() {
+            // Solved lane-parallel: the standalone jobs' palettes to rounding.
+            let gap = (hooked[i].iter().zip(&want))
+                .map(|(&a, &b)| (f32::from_bits(a) - f32::from_bits(b)).abs())
+                .fold(0.0f32, f32::max);
+            worst = worst.max(gap);
+            assert!(gap <= PALETTE_TOLERANCE, "entity {i}: {gap}");
+        } else {
+            assert_eq!(hooked[i], want, "entity {i}");
+        }
         if i % 4 == 0 {
             assert_eq!(hooked[i], plain[i], "entity {i} has no stage component");
         } else if hooked[i] != plain[i] {
@@ -258,6 +272,7 @@ fn the_hook_gives_the_standalone_jobs_palettes_bit_for_bit() {
     }
     // The stages did move the characters that have their components.
     assert_eq!(changed, N - N / 4);
+    eprintln!("largest palette gap to the standalone jobs: {worst:e}");
 }
 
 #[test]
@@ -280,6 +295,82 @@ fn staged_fused_and_thread_counts_agree_bit_for_bit() {
     let (_, _, none) = run(&c, PoseChain::default(), &stages(), false, 2);
     let (_, _, plain) = run(&c, PoseChain::default(), &PoseStages::new(), false, 2);
     assert_eq!(none, plain);
+}
+
+/// An entity that shares its rig and bones with the one checked before it has only its values
+/// checked again (`PoseStage::check_like`), and those are still refused with typed errors; one
+/// whose bones differ gets the full check.
+#[test]
+fn entities_after_a_checked_one_are_still_checked() {
+    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
+    for pose_chain in [PoseChain::default(), PoseChain::Staged] {
+        let mut store = Store::new();
+        let entities = spawn(&c, &mut store, true);
+        let mut animator =
+            Animator::with_stages(&mut store, config(pose_chain), &stages(), |_, _| {}).unwrap();
+        animator.run_frame(&mut store, DT).unwrap();
+        // The third entity of its chunk (members 3, 7, 11, … share a component set).
+        let bad = entities[11];
+        let fails = |store: &mut Store, animator: &mut Animator, want: &str| {
+            let text = animator.run_frame(store, DT).unwrap_err().to_string();
+            assert!(
+                text.contains(&format!("{bad:?}")) && text.contains(want),
+                "{text}"
+            );
+        };
+        store.get_mut::<FootPlacement>(bad).unwrap().legs[1].ankle_height = -1.0;
+        fails(&mut store, &mut animator, "ankle height is -1");
+        store.get_mut::<FootPlacement>(bad).unwrap().legs[1].ankle_height = 0.07;
+        store.get_mut::<FootPlacement>(bad).unwrap().max_tilt = f32::NAN;
+        fails(&mut store, &mut animator, "max tilt is NaN");
+        *store.get_mut::<FootPlacement>(bad).unwrap() = feet(&c.rig);
+        store.get_mut::<FootPlacement>(bad).unwrap().legs[0].knee = 999;
+        fails(&mut store, &mut animator, "bone 999 out of range");
+        *store.get_mut::<FootPlacement>(bad).unwrap() = feet(&c.rig);
+        store.get_mut::<LookAt>(bad).unwrap().weight = 2.0;
+        fails(&mut store, &mut animator, "look-at");
+        store.get_mut::<LookAt>(bad).unwrap().weight = 1.0;
+        store.get_mut::<LookAt>(bad).unwrap().offset.x = f32::INFINITY;
+        fails(&mut store, &mut animator, "offset is not finite");
+        store.get_mut::<LookAt>(bad).unwrap().offset.x = 0.0;
+        animator.run_frame(&mut store, DT).unwrap();
+    }
+}
+
+/// The chain runs the model stages over groups of eight from each task's first entity, and a
+/// task's run is cut at `grain` entities, so the grain moves where groups start and how full
+/// they are (the crowd's chunks hold 12 entities of each component set): the palettes are the
+/// same bit for bit, with 1, 2 or 16 threads.
+#[test]
+fn groups_cut_anywhere_give_the_same_palettes() {
+    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
+    let palettes = |grain: usize, threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut store = Store::new();
+            let entities = spawn(&c, &mut store, true);
+            let config = PipelineConfig {
+                grain,
+                ..config(PoseChain::default())
+            };
+            let mut animator =
+                Animator::with_stages(&mut store, config, &stages(), |_, _| {}).unwrap();
+            for _ in 0..2 {
+                animator.run_frame(&mut store, DT).unwrap();
+            }
+            per_entity_palettes(&store, &animator, &entities)
+        })
+    };
+    let want = palettes(64, 1);
+    for (grain, threads) in [(1, 2), (3, 16), (5, 2), (7, 1), (11, 16), (64, 16)] {
+        assert!(
+            palettes(grain, threads) == want,
+            "grain {grain}, {threads} threads"
+        );
+    }
 }
 
 #[test]

@@ -12,12 +12,14 @@
 //! `IKAimJob`, `forward`, `up` and `offset` are in the joint's local space and the pole vector
 //! in model space.
 
+use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
 use super::{
     ChainMover, Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction,
     check_finite, check_hierarchy, check_unit_range, local_correction, rotation_of, to_model,
     turn_about, weighted,
 };
-use crate::asset::Rig;
+use crate::asset::{Rig, Transform};
+use crate::math::soa::LANES;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
 use glam::{Affine3A, Quat, Vec3, Vec3A};
 use std::sync::Arc;
@@ -314,37 +316,205 @@ impl PoseStage for LookAtStage {
         for pair in input.chain.windows(2) {
             check_descends(parents, pair[1], pair[0])?;
         }
-        check_params(&input.params(input.target))?;
-        check_unit_range("share", input.share)?;
-        if let Some(cone) = &input.cone {
-            check_direction("cone axis", cone.axis)?;
-            if !(0.0..=std::f32::consts::PI).contains(&cone.half_angle) {
-                return Err(StageError::OutOfRange {
-                    what: "cone half angle",
-                    value: cone.half_angle,
-                    range: "[0, π]",
-                });
-            }
-        }
-        Ok(())
+        check_values(input)
+    }
+
+    fn check_like(&self, input: &LookAt, checked: &LookAt) -> Option<Result<(), StageError>> {
+        (input.chain == checked.chain).then(|| check_values(input))
     }
 
     fn apply(&self, input: &LookAt, pose: &mut StagePose<'_>) {
-        let mut target = to_model(input.space, input.target, pose.transform);
-        if let (Some(cone), Some(&tip)) = (&input.cone, input.chain.last())
-            && let Some(m) = pose.model.get(tip)
-        {
-            target = clamp_to_cone(target, m.translation.into(), cone);
-        }
-        let params = input.params(target);
-        solve(
-            Subtrees::Baked(pose.rig.subtree_ends()),
-            pose.model,
-            &input.chain,
-            input.share,
-            &params,
-        );
+        look_lanes(std::slice::from_ref(input), std::slice::from_mut(pose));
     }
+
+    fn apply_batch(&self, inputs: &[LookAt], poses: &mut [StagePose<'_>]) {
+        for (inputs, poses) in inputs.chunks(LANES).zip(poses.chunks_mut(LANES)) {
+            look_lanes(inputs, poses);
+        }
+    }
+}
+
+/// What [`LookAtStage::check`] checks beyond the chain (for an entity whose chain and rig
+/// passed it), in the same order.
+fn check_values(input: &LookAt) -> Result<(), StageError> {
+    check_params(&input.params(input.target))?;
+    check_unit_range("share", input.share)?;
+    if let Some(cone) = &input.cone {
+        check_direction("cone axis", cone.axis)?;
+        if !(0.0..=std::f32::consts::PI).contains(&cone.half_angle) {
+            return Err(StageError::OutOfRange {
+                what: "cone half angle",
+                value: cone.half_angle,
+                range: "[0, π]",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The longest chain [`look_lanes`] solves lane-parallel; an entity with a longer one is
+/// solved alone by [`solve`].
+const LANE_CHAIN: usize = 8;
+
+/// The look-at for up to [`LANES`] entities, one per lane (inputs checked): the cone and the
+/// chain's turns as [`clamp_to_cone`] and [`solve`] find them, each lane deciding its
+/// branches; the bones then move per entity through its [`ChainMover`], with its lane's turns.
+/// Returns which entities' tips aim at their targets (the solve's `Some`).
+fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
+    let mut aimed = [false; LANES];
+    let n = inputs.len().min(poses.len()).min(LANES);
+    let mut active = [false; LANES];
+    let mut targets = [Vec3A::ZERO; LANES];
+    // World-space targets, and the transforms that take them to model space.
+    let mut in_world = [false; LANES];
+    let mut transforms = [Transform::IDENTITY; LANES];
+    // Per entity: the tip's matrix, each step's joint and weight, the tip's forward axis, up
+    // axis and eye offset (`axes`), the pole, the cone (a zero axis without one).
+    let mut tips = [Affine3A::IDENTITY; LANES];
+    let mut joints = [[Vec3A::ZERO; LANE_CHAIN]; LANES];
+    let mut weights = [[0.0f32; LANES]; LANE_CHAIN];
+    let mut axes = [[Vec3A::Z; LANES]; 3];
+    let (mut poles, mut has_pole) = ([Vec3A::Y; LANES], [0.0f32; LANES]);
+    let (mut cone_axes, mut cone_angles) = ([Vec3A::ZERO; LANES], [0.0f32; LANES]);
+    let mut steps = 0;
+    for k in 0..n {
+        let (input, pose) = (&inputs[k], &mut poses[k]);
+        let chain = &input.chain[..];
+        let Some(&tip) = chain.last() else {
+            continue;
+        };
+        if chain.len() > LANE_CHAIN {
+            let target = to_model(input.space, input.target, pose.transform);
+            let target = match (&input.cone, pose.model.get(tip)) {
+                (Some(cone), Some(m)) => clamp_to_cone(target, m.translation.into(), cone),
+                _ => target,
+            };
+            let tree = Subtrees::Baked(pose.rig.subtree_ends());
+            aimed[k] = solve(tree, pose.model, chain, input.share, &input.params(target)).is_some();
+            continue;
+        }
+        let model = &*pose.model;
+        if chain.iter().any(|&b| b >= model.len()) {
+            continue;
+        }
+        targets[k] = input.target.into();
+        if let (TargetSpace::World, Some(t)) = (input.space, pose.transform) {
+            transforms[k] = *t;
+            in_world[k] = true;
+        }
+        tips[k] = model[tip];
+        for (j, &b) in chain.iter().enumerate() {
+            joints[k][j] = model[b].translation;
+            // Each joint before the tip takes its share of the turn, the tip the rest.
+            let share = if j + 1 < chain.len() {
+                input.share
+            } else {
+                1.0
+            };
+            weights[j][k] = input.weight * share;
+        }
+        (axes[0][k], axes[1][k], axes[2][k]) =
+            (input.forward.into(), input.up.into(), input.offset.into());
+        if let Some(pole) = input.pole_vector {
+            (poles[k], has_pole[k]) = (pole.into(), 1.0);
+        }
+        if let Some(cone) = input.cone {
+            (cone_axes[k], cone_angles[k]) = (cone.axis.into(), cone.half_angle);
+        }
+        steps = steps.max(chain.len());
+        active[k] = true;
+    }
+    if steps == 0 {
+        return aimed;
+    }
+    let mut target = V3::gather(|k| targets[k]);
+    if in_world.iter().any(|&w| w) {
+        let in_world = gather(|k| if in_world[k] { 1.0 } else { 0.0 }).simd_gt(F::ZERO);
+        let model = LaneTransform::gather(|k| transforms[k]).model_point(target);
+        target = V3::select(in_world, model, target);
+    }
+    let tip = V3::gather(|k| tips[k].translation);
+
+    // The cone, about the tip joint.
+    let axis = V3::gather(|k| cone_axes[k]);
+    let coned = axis.length_squared().simd_gt(F::ZERO);
+    if coned.any() {
+        let axis = axis.normalize_or_zero();
+        let (sin, cos) = gather(|k| cone_angles[k]).sin_cos();
+        let dir = target - tip;
+        let len = dir.length();
+        let along = dir.dot(axis);
+        let side = dir - axis * along;
+        let side_len = side.length();
+        let side_ok = (F::ONE / side_len).is_finite();
+        let normal = axis.any_orthonormal().cross(axis);
+        let side = V3::select(side_ok, side * (F::ONE / side_len), normal);
+        let edge = tip + (axis * cos + side * sin) * len;
+        let outside = coned
+            & len.simd_gt(F::ZERO)
+            & axis.length_squared().simd_gt(F::ZERO)
+            & along.simd_lt(cos * len);
+        target = V3::select(outside, edge, target);
+    }
+
+    // Each joint in turn, with the tip's aiming line as the turns so far put it.
+    let [forward, up, offset] = axes.map(|a| V3::gather(|k| a[k]));
+    let has_pole = F::from(has_pole).simd_gt(F::ZERO);
+    let pole = V3::gather(|k| poles[k]);
+    let tip_frame = M3::gather(|k| tips[k].matrix3);
+    let mut moved = LaneMotion::IDENTITY;
+    let mut turns = [[None::<Motion>; LANES]; LANE_CHAIN];
+    for (j, turns) in turns.iter_mut().enumerate().take(steps) {
+        // Lane k's weight at this step (0 past its chain's end).
+        let weight = F::from(weights[j]);
+        let pivot = moved.point(V3::gather(|k| joints[k][j]));
+        let frame = moved.r.mul_mat(&tip_frame);
+        let tip_at = moved.point(tip);
+        let from = frame.mul_vec(offset) + tip_at - pivot;
+        let fwd = frame.mul_vec(forward);
+        let rcp = F::ONE / fwd.length();
+        let fwd = fwd * rcp;
+        let line_up = frame.mul_vec(up);
+        let (c, found) = correction_lanes(from, fwd, line_up, target - pivot, pole, has_pole);
+        let pushed = weight.simd_gt(F::ZERO) & rcp.is_finite() & rcp.simd_gt(F::ZERO) & found;
+        let c = lanes::weighted(c, weight);
+        let turn = LaneMotion::turn(c, pivot);
+        moved = LaneMotion::select(pushed, moved.then(&turn), moved);
+        let (turn, pushed) = (turn.lanes(), pushed.to_bitmask());
+        for (k, t) in turns.iter_mut().enumerate() {
+            if pushed & (1 << k) != 0 {
+                *t = Some(turn[k]);
+            }
+        }
+    }
+    for (k, (pose, input)) in poses.iter_mut().zip(inputs).enumerate().take(n) {
+        if !active[k] {
+            continue;
+        }
+        let mut mover = ChainMover::new(Subtrees::Baked(pose.rig.subtree_ends()));
+        for (j, &joint) in input.chain.iter().enumerate() {
+            if let Some(turn) = &turns[j][k] {
+                mover.push(pose.model, joint, turn);
+            }
+        }
+        mover.finish(pose.model);
+        aimed[k] = turns[input.chain.len() - 1][k].is_some();
+    }
+    aimed
+}
+
+/// [`correction`] per lane, and the lanes where the target can be aimed at.
+fn correction_lanes(o: V3, f: V3, up: V3, t: V3, pole: V3, has_pole: F) -> (Q, F) {
+    let of = o.dot(f);
+    let (o2, t2) = (o.length_squared(), t.length_squared());
+    let disc = of * of - o2 + t2;
+    let aim = o + f * (disc.sqrt() - of);
+    let scale2 = F::splat(1e-12) * t2.max(o2);
+    let found = disc.simd_ge(F::ZERO) & aim.length_squared().simd_gt(scale2) & t2.simd_gt(scale2);
+    let c = lanes::arc(aim, t);
+    let (twist, _) = lanes::turn_about(t * (F::ONE / t2.sqrt()), c.rotate(up), pole);
+    let twist = Q::select(has_pole, twist, Q::IDENTITY);
+    (twist.mul(c).normalize(), found)
 }
 
 #[cfg(test)]
@@ -366,5 +536,140 @@ mod tests {
         assert!((got.length() - 2.0).abs() < 1e-5);
         assert!((got.angle_between(Vec3::Z) - 0.5).abs() < 1e-5);
         assert!((got - Vec3::new(2.0 * 0.5f32.sin(), 0.0, 2.0 * 0.5f32.cos())).length() < 1e-5);
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    #![allow(clippy::unwrap_used)] // tests unwrap: a failure is the test failing
+    use super::*;
+    use crate::ik::test_rig::{Rng, biped, bits, bone, largest_gap, random_pose};
+    use crate::pose_stage::LocalPose;
+    use sinew_runtime::store::Entity;
+
+    /// Positions and matrix columns the lanes may put off the scalar solve's (`wide`'s
+    /// polynomial `atan2` and `sin_cos` for libm's): 1e-5 of the character's 1.8-unit height.
+    const TOLERANCE: f32 = 1e-5 * 1.8;
+
+    /// The scalar stage: the target in model space, on the cone, then the chain's solve.
+    fn scalar(input: &LookAt, rig: &Rig, model: &mut [Affine3A], t: &Transform) -> bool {
+        let mut target = to_model(input.space, input.target, Some(t));
+        if let Some(cone) = &input.cone {
+            let tip = model[*input.chain.last().unwrap()].translation;
+            target = clamp_to_cone(target, tip.into(), cone);
+        }
+        let tree = Subtrees::Baked(rig.subtree_ends());
+        solve(
+            tree,
+            model,
+            &input.chain,
+            input.share,
+            &input.params(target),
+        )
+        .is_some()
+    }
+
+    /// The batched look-at gives each entity what the scalar stage gives it (to rounding) and
+    /// the same aimed flag, in full and partial groups that mix chains of one, two and three
+    /// joints, cones, poles, world and model targets, and targets that cannot be aimed at;
+    /// each entity gets the same bits alone as in its group.
+    #[test]
+    fn the_lanes_agree_with_the_scalar_stage() {
+        let rig = biped();
+        let (spine, neck, head) = (bone(&rig, "spine"), bone(&rig, "neck"), bone(&rig, "head"));
+        let mut rng = Rng::new(5);
+        let (mut worst, mut aimed_count) = (0.0f32, 0);
+        for round in 0..60 {
+            let n = [8, 3, 1, 6][round % 4];
+            let mut cases = Vec::new();
+            for k in 0..n {
+                let kind = (k + round) % 8;
+                let (local, model) = random_pose(&rig, &mut rng, 0.4);
+                let transform = Transform::new(
+                    Vec3::new(rng.range(-5.0, 5.0), 0.0, rng.range(-5.0, 5.0)),
+                    Quat::from_rotation_y(rng.range(-3.0, 3.0)),
+                    Vec3::ONE,
+                );
+                let chain: Arc<[usize]> = match kind % 3 {
+                    0 => Arc::from([head]),
+                    1 => Arc::from([neck, head]),
+                    _ => Arc::from([spine, neck, head]),
+                };
+                let mut look = LookAt {
+                    chain,
+                    share: [0.5, 0.0, 0.3][kind % 3],
+                    target: Vec3::new(
+                        rng.range(-8.0, 8.0),
+                        rng.range(0.0, 3.0),
+                        rng.range(-8.0, 8.0),
+                    ),
+                    space: TargetSpace::World,
+                    forward: Vec3::Z,
+                    up: Vec3::Y,
+                    offset: Vec3::new(0.0, 0.09, 0.1),
+                    pole_vector: (kind != 5).then_some(Vec3::Y),
+                    weight: if kind == 6 { 0.7 } else { 1.0 },
+                    cone: (kind % 2 == 0).then_some(LookCone {
+                        axis: Vec3::Z,
+                        half_angle: 1.2,
+                    }),
+                };
+                let head_at = transform.to_affine() * model[head];
+                match kind {
+                    // On the head joint: nothing to aim at.
+                    3 => look.target = head_at.translation.into(),
+                    // Inside the eyes' reach: no aiming line meets it.
+                    4 => look.target = head_at.transform_point3(Vec3::new(0.0, 0.02, 0.02)),
+                    // Weight 0.
+                    7 => look.weight = 0.0,
+                    _ => {}
+                }
+                if kind == 1 {
+                    // Model space.
+                    look.space = TargetSpace::Model;
+                    look.target = transform
+                        .to_affine()
+                        .inverse()
+                        .transform_point3(look.target);
+                }
+                cases.push((look, transform, local, model));
+            }
+            let inputs: Vec<LookAt> = cases.iter().map(|c| c.0.clone()).collect();
+            let mut models: Vec<Vec<Affine3A>> = cases.iter().map(|c| c.3.clone()).collect();
+            let mut poses: Vec<StagePose<'_>> = (cases.iter().zip(&mut models))
+                .map(|(c, model)| StagePose {
+                    entity: Entity::DANGLING,
+                    rig: &rig,
+                    local: LocalPose::aos(&c.2),
+                    model,
+                    transform: Some(&c.1),
+                })
+                .collect();
+            let aimed = look_lanes(&inputs, &mut poses);
+            drop(poses);
+            for (k, (look, transform, local, model)) in cases.iter().enumerate() {
+                let what = format!("round {round}, entity {k}, case {}", (k + round) % 8);
+                let mut want = model.clone();
+                let want_aimed = scalar(look, &rig, &mut want, transform);
+                assert_eq!(aimed[k], want_aimed, "{what}");
+                aimed_count += usize::from(want_aimed);
+                let gap = largest_gap(&models[k], &want);
+                assert!(gap <= TOLERANCE, "{what}: {gap}");
+                worst = worst.max(gap);
+
+                let mut alone = model.clone();
+                let mut pose = [StagePose {
+                    entity: Entity::DANGLING,
+                    rig: &rig,
+                    local: LocalPose::aos(local),
+                    model: &mut alone,
+                    transform: Some(transform),
+                }];
+                look_lanes(std::slice::from_ref(look), &mut pose);
+                assert_eq!(bits(&alone), bits(&models[k]), "{what}");
+            }
+        }
+        assert!(aimed_count > 100, "{aimed_count}");
+        eprintln!("largest gap to the scalar stage: {worst:e}");
     }
 }

@@ -26,6 +26,9 @@ mod aim;
 mod constraint;
 mod fabrik;
 mod foot_placement;
+mod lanes;
+#[cfg(test)]
+mod test_rig;
 mod two_bone;
 
 pub use aim::{AimIkJob, AimResult, LookAt, LookAtStage, LookCone};
@@ -160,9 +163,11 @@ impl Motion {
     /// Moves the bones `range` (`model' = motion · model`).
     #[inline]
     pub(crate) fn move_bones(&self, model: &mut [Affine3A], range: Range<usize>) {
-        for m in model.get_mut(range).into_iter().flatten() {
-            m.matrix3 = self.r * m.matrix3;
-            m.translation = self.point(m.translation);
+        if let Some(bones) = model.get_mut(range) {
+            for m in bones {
+                m.matrix3 = self.r * m.matrix3;
+                m.translation = self.point(m.translation);
+            }
         }
     }
 
@@ -254,8 +259,10 @@ pub(crate) fn translate_subtree(
     delta: Vec3A,
 ) {
     let end = tree.end(bone).min(model.len());
-    for m in model.get_mut(bone..end).into_iter().flatten() {
-        m.translation += delta;
+    if let Some(bones) = model.get_mut(bone..end) {
+        for m in bones {
+            m.translation += delta;
+        }
     }
 }
 

@@ -24,6 +24,7 @@
 //! - **reached** says whether the full-weight solution puts the end within 1e-4 chain lengths
 //!   of the target; it does not depend on `weight`.
 
+use super::lanes::{F, M3, Q, V3, arc as lane_arc, rotation_from_cos_sin as lane_rotation};
 use super::{
     Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction, check_finite,
     check_hierarchy, check_unit_range, local_correction, rotation_from_cos_sin, rotation_of,
@@ -328,6 +329,148 @@ impl ChainMotion {
             None => self.at_mid.move_bones(model, mid..mid_end),
         }
         self.at_start.move_bones(model, mid_end..start_end);
+    }
+}
+
+impl ChainMotion {
+    /// The motion of turns already composed: `at_start` about the start joint, `at_mid` for
+    /// the mid joint's subtree (its own turn, then `at_start`).
+    pub(crate) fn from_parts(at_start: Motion, at_mid: Motion) -> Self {
+        Self { at_start, at_mid }
+    }
+}
+
+/// [`LANES`](crate::math::soa::LANES) two-bone chains without pole, twist or softening (the
+/// legs of foot placement), one per lane: joints (`s`, `m`, `e`), target, weight, and the
+/// hinge axis, `mid_axis` in the mid matrix `mid_frame` where `has_axis` is set, the bend
+/// plane's normal elsewhere.
+pub(crate) struct LaneChains {
+    pub s: V3,
+    pub m: V3,
+    pub e: V3,
+    pub target: V3,
+    pub weight: F,
+    pub mid_frame: M3,
+    pub mid_axis: V3,
+    pub has_axis: F,
+}
+
+/// [`turns`] per lane, for [`LaneChains`]: the model-space turns about the start and mid
+/// joints, the lanes that reach, and the lanes that move (elsewhere both turns are the
+/// identity and nothing reaches, as for [`TwoBoneResult::NONE`]).
+pub(crate) struct LaneTurns {
+    pub start: Q,
+    pub mid: Q,
+    pub reached: F,
+}
+
+/// [`turns`] for eight chains at once, each lane taking the scalar branches its own values
+/// decide.
+pub(crate) fn lane_turns(c: &LaneChains) -> LaneTurns {
+    let (s, m, e) = (c.s, c.m, c.e);
+    let (u, v) = (s - m, e - m);
+    let (l1, l2) = (u.length(), v.length());
+    let st = c.target - s;
+    let dist = st.length();
+    let chain = l1 + l2;
+    let tiny = F::splat(1e-6) * chain;
+    let solved =
+        l1.simd_gt(tiny) & l2.simd_gt(tiny) & dist.simd_gt(tiny) & c.weight.simd_gt(F::ZERO);
+    let reach_lo = (l1 - l2).abs();
+    let d = dist.max(reach_lo).min(chain);
+    let given = c.mid_frame.mul_vec(c.mid_axis).normalize_or_zero();
+    let bend = u.cross(v).normalize_or_zero();
+    let axis = V3::select(c.has_axis, given, bend);
+    let zero = axis.length_squared().simd_eq(F::ZERO);
+    let axis = if zero.any() {
+        // A straight chain and no axis: any normal of the chain.
+        V3::select(zero, (u * (F::ONE / l1)).any_orthonormal(), axis)
+    } else {
+        axis
+    };
+    let pose = LaneChain {
+        s,
+        m,
+        u,
+        v,
+        l1,
+        l2,
+        axis,
+    };
+    let full = st * (d / dist);
+    let (full_mid, full_start, exact) = pose.turns(full, d);
+    let miss = full - st;
+    let close = F::splat(1e-4) * chain;
+    let reached = exact & miss.length_squared().simd_le(close * close);
+    let (mut q_mid, mut q_start) = (full_mid, full_start);
+    let partial = c.weight.simd_lt(F::ONE);
+    if (partial & solved).any() {
+        let w = c.weight;
+        let goal = (e - s) * (F::ONE - w) + full * w;
+        let goal_len = goal.length().max(reach_lo).min(chain);
+        let n = goal.length();
+        let rcp = F::ONE / n;
+        let ok = rcp.is_finite() & rcp.simd_gt(F::ZERO);
+        let goal = V3::select(ok, goal * rcp, full * (F::ONE / d)) * goal_len;
+        let (mid_w, start_w, _) = pose.turns(goal, goal_len);
+        q_mid = Q::select(partial, mid_w, q_mid);
+        q_start = Q::select(partial, start_w, q_start);
+    }
+    LaneTurns {
+        start: Q::select(solved, q_start, Q::IDENTITY),
+        mid: Q::select(solved, q_mid, Q::IDENTITY),
+        reached: reached & solved,
+    }
+}
+
+/// [`Chain`] per lane.
+struct LaneChain {
+    s: V3,
+    m: V3,
+    u: V3,
+    v: V3,
+    l1: F,
+    l2: F,
+    axis: V3,
+}
+
+impl LaneChain {
+    /// [`Chain::turns`] without pole or twist.
+    fn turns(&self, goal: V3, d: F) -> (Q, Q, F) {
+        let (u, v, axis) = (self.u, self.v, self.axis);
+        let (ua, va) = (u.dot(axis), v.dot(axis));
+        let (a, b) = (u - axis * ua, v - axis * va);
+        let (an2, bn2) = (a.length_squared(), b.length_squared());
+        let scale = (u.length_squared() + v.length_squared()).max(F::splat(f32::MIN_POSITIVE));
+        let tiny = F::splat(1e-12) * scale;
+        let hinge = an2.simd_gt(tiny) & bn2.simd_gt(tiny);
+        let nn = (an2 * bn2).sqrt();
+        let d2 = d * d;
+        let c = (F::HALF * (self.l1 * self.l1 + self.l2 * self.l2 - d2) - ua * va) / nn;
+        let k = (ua - va) * (ua - va);
+        let two_nn = F::splat(2.0) * nn;
+        let (lo, hi) = (an2 + bn2 - two_nn + k, an2 + bn2 + two_nn + k);
+        let slack = F::splat(8.0 * f32::EPSILON) * hi;
+        let straight = d2.simd_ge(hi - slack);
+        let folded = d2.simd_le(lo + slack);
+        let cc = c.max(-F::ONE).min(F::ONE);
+        let cos = straight.select(-F::ONE, folded.select(F::ONE, cc));
+        let sin = (straight | folded).select(F::ZERO, ((F::ONE - cc) * (F::ONE + cc)).sqrt());
+        let (cos0, sin0) = (a.dot(b) / nn, a.cross(b).dot(axis) / nn);
+        let sin = sin0.simd_ge(F::ZERO).select(sin, -sin);
+        let q_mid = lane_rotation(axis, cos * cos0 + sin * sin0, sin * cos0 - cos * sin0);
+        let exact = hinge & c.abs().simd_le(F::splat(1.0 + 1e-4));
+        let q_mid = Q::select(hinge, q_mid, Q::IDENTITY);
+        // Start: swing the new end onto the goal.
+        let e1 = self.m + q_mid.rotate(v) - self.s;
+        let has_dir = goal.length_squared().simd_gt(F::ZERO) & goal.length().is_finite();
+        let swing = Q::select(
+            e1.length_squared().simd_gt(F::ZERO),
+            lane_arc(e1, goal),
+            Q::IDENTITY,
+        );
+        let q_start = Q::select(has_dir, swing.normalize(), Q::IDENTITY);
+        (q_mid, q_start, exact & has_dir)
     }
 }
 

@@ -73,10 +73,8 @@ impl Node for PoseStagesNode {
         rows.par_iter()
             .zip(&bound)
             .try_for_each(|((entities, (rigs, _, _)), stages)| {
-                for (row, (&entity, rig)) in entities.iter().zip(rigs.iter()).enumerate() {
-                    for stage in stages.iter() {
-                        stage.check(row, entity, &rig.0)?;
-                    }
+                for stage in stages.iter() {
+                    stage.check_rows(0, entities, rigs)?;
                 }
                 Ok::<_, NodeError>(())
             })?;
@@ -114,7 +112,7 @@ impl Node for PoseStagesNode {
                 transform: visit.transform,
             };
             for stage in visit.stages {
-                stage.apply(visit.row, &mut pose);
+                stage.apply(visit.row, std::slice::from_mut(&mut pose));
             }
         });
         Ok(())
