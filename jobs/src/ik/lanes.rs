@@ -442,10 +442,9 @@ pub(crate) fn arc(from: V3, to: V3) -> Q {
     let dot = from.dot(to);
     let near = F::splat(1.0 - 2.0 * f32::EPSILON) * n;
     let c = from.cross(to);
-    let general = Q { v: c, w: n + dot }.normalize();
-    let same = dot.simd_gt(near);
+    // Nearly parallel lanes keep their small turn, as the scalar form does.
+    let mut q = Q { v: c, w: n + dot }.normalize();
     let opposite = dot.simd_lt(-near);
-    let mut q = Q::select(same, Q::IDENTITY, general);
     if opposite.any() {
         // Half a turn, about any normal of `from`.
         let axis = (from * (F::ONE / from.length())).any_orthonormal();

@@ -286,15 +286,15 @@ pub(crate) fn local_correction(frame: Quat, q: Quat) -> Quat {
 }
 
 /// The shortest rotation taking direction `from` to `to` (both non-zero), without normalising
-/// either: `(from × to, |from|·|to| + from · to)`, normalised.
+/// either: `(from × to, |from|·|to| + from · to)`, normalised. Nearly parallel directions keep
+/// their small turn (the cross product resolves angles far below what the cosine can: a
+/// shortcut to the identity where `cos θ` rounds to 1 would drop turns up to 7e-4 rad).
 #[inline]
 pub(crate) fn arc(from: Vec3A, to: Vec3A) -> Quat {
     let n = (from.length_squared() * to.length_squared()).sqrt();
     let dot = from.dot(to);
     const ONE_MINUS_EPS: f32 = 1.0 - 2.0 * f32::EPSILON;
-    if dot > ONE_MINUS_EPS * n {
-        Quat::IDENTITY
-    } else if dot < -ONE_MINUS_EPS * n {
+    if dot < -ONE_MINUS_EPS * n {
         // Half a turn, about any normal of `from`.
         let axis = Vec3::from(from).normalize().any_orthonormal_vector();
         Quat::from_xyzw(axis.x, axis.y, axis.z, 0.0)
@@ -583,6 +583,16 @@ mod tests {
         ] {
             let want = Quat::from_rotation_arc(a.normalize().into(), to.normalize().into());
             assert!(same(arc(a, to), want), "arc to {to}");
+        }
+        // Turns far below what the cosine resolves are kept, not rounded to the identity.
+        for angle in [1e-7f32, 1e-5, 3e-4, 1e-3] {
+            let to = Quat::from_axis_angle(axis.into(), angle) * Vec3::from(a) * 3.0;
+            let q = arc(a, to.into());
+            let moved = q * Vec3::from(a) * 3.0;
+            assert!(
+                (moved - to).length() <= 1e-6 * to.length(),
+                "arc by {angle}: {moved} vs {to}"
+            );
         }
         // A half turn: any axis normal to `from`.
         let half = arc(a, -a * 2.0);
