@@ -180,6 +180,13 @@ impl SoaPoseAccumulator {
         select_transform(rest_only, rest, &p)
     }
 
+    /// The accumulation as it stands, for one that is already a finished pose (every lane of
+    /// weight 1 and normalised, as after an additive layer that touched them all).
+    #[inline(always)]
+    pub(crate) fn pose(&self) -> SoaTransform {
+        self.acc
+    }
+
     /// Restarts the accumulation from `pose` in the lanes of `lanes` (after an additive layer
     /// changed them); the others keep theirs.
     #[inline(always)]
