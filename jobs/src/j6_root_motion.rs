@@ -246,6 +246,9 @@ struct RootSample {
 }
 
 impl RootSample {
+    // Inlined, like the rest of the per-animation arithmetic: returned through memory, its
+    // `Vec3` fields written as scalars and read back as vectors stall store forwarding.
+    #[inline(always)]
     fn at(clip: &Clip, bone: BoneIndex, t: f32) -> Self {
         let w = clip.wrap_time(t);
         let d = clip.duration();
@@ -264,6 +267,7 @@ impl RootSample {
     }
 
     /// The delta `T₀ · U(self)⁻¹ · U(to) · T₀⁻¹` of [`root_delta`].
+    #[inline(always)]
     fn delta_to(&self, to: &Self, start: Rigid, end: Rigid) -> Rigid {
         if to.t < self.t {
             return to.delta_to(self, start, end).inverse();
