@@ -246,9 +246,9 @@ struct RootSample {
 }
 
 impl RootSample {
-    // Inlined: called out of line, the sample went through memory and the delta's first
-    // multiplies waited on it (most likely store forwarding of its scalar-written `Vec3`s),
-    // which made root motion slower than with a third sample.
+    // Inlined (as `delta_to`): out of line, the sample goes through memory and the delta's
+    // first multiplies wait on it (most likely store forwarding of its scalar-written
+    // `Vec3`s), which costs more than a third sample would.
     #[inline(always)]
     fn at(clip: &Clip, bone: BoneIndex, t: f32) -> Self {
         let w = clip.wrap_time(t);
