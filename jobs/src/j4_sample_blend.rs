@@ -304,6 +304,10 @@ fn layered_block(
         }
     };
     let mut acc = SoaPoseAccumulator::EMPTY;
+    // Whether the accumulation is a finished pose: an additive layer that touched every lane
+    // leaves one (completed below and renormalised by the additive rule), which a last
+    // `finish` would only normalise again.
+    let mut finished = false;
     let (mut i, mut span_base) = (0usize, 0usize);
     while let Some(head) = anims.get(i) {
         let (layer, blend) = (head.layer, head.blend);
@@ -327,6 +331,7 @@ fn layered_block(
                     i += 1;
                 }
                 acc.blend_layer(&sum, layer_weight);
+                finished = false;
             }
             BlendMode::Additive => {
                 // The pose below is completed only when something is added, and only the
@@ -355,11 +360,16 @@ fn layered_block(
                 }
                 if let Some(p) = pose {
                     acc.reset_where(touched, &p);
+                    finished |= touched.all();
                 }
             }
         }
     }
-    *out = acc.finish(rest);
+    *out = if finished {
+        acc.pose()
+    } else {
+        acc.finish(rest)
+    };
 }
 
 /// Most animations the SoA path blends per entity (more take the per-bone path).

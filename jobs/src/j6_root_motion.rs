@@ -3,7 +3,7 @@
 //! weights, applied to the entity's transform, and removed from the root bone's local pose,
 //! which stays where the clip starts ("in place").
 
-use crate::asset::{Clip, Transform};
+use crate::asset::{BoneIndex, Clip, Transform};
 use crate::component::FrameSlot;
 use crate::component::{
     AnimationToProcess, Animations, BlendMode, EntityTransform, LayerWeights, RigRef, RootMotion,
@@ -205,6 +205,7 @@ impl Rigid {
 /// from far-away unwrapped poses, so it keeps its precision after any number of loops, and a
 /// turning root turns its path once, not twice. `start_end` gives `T(0)` and `T(D)` when the
 /// caller keeps them.
+#[cfg(feature = "baked")]
 pub(crate) fn root_delta(
     clip: &Clip,
     root: usize,
@@ -212,50 +213,91 @@ pub(crate) fn root_delta(
     to: f32,
     start_end: Option<(&Transform, &Transform)>,
 ) -> (Vec3, Quat) {
-    if to < from {
-        let (t, r) = root_delta(clip, root, to, from, start_end);
-        let back = Rigid { t, r }.inverse();
-        return (back.t, back.r);
-    }
-    let bone = crate::asset::BoneIndex(root as u32);
-    let sample = |t: f32| Rigid::of(&clip.sample_bone(bone, t));
-    let d = clip.duration();
-    let (start, end) = match start_end {
-        Some((a, b)) => (Rigid::of(a), Rigid::of(b)),
-        None => (sample(0.0), sample(d)),
-    };
-    let local = if !clip.looping() || d <= 0.0 {
-        sample(from.clamp(0.0, d))
-            .inverse()
-            .then(sample(to.clamp(0.0, d)))
-    } else {
-        let (d64, from64, to64) = (f64::from(d), f64::from(from), f64::from(to));
-        let (k0, k1) = ((from64 / d64).floor(), (to64 / d64).floor());
-        let within = |t: f64, k: f64| ((t - k * d64) as f32).clamp(0.0, d);
-        let (p0, p1) = (sample(within(from64, k0)), sample(within(to64, k1)));
-        let loop_ends = (k1 - k0).clamp(0.0, u64::MAX as f64) as u64;
-        if loop_ends == 0 {
-            p0.inverse().then(p1)
-        } else {
-            let one_loop = start.inverse().then(end);
-            p0.inverse()
-                .then(end)
-                .then(one_loop.pow(loop_ends - 1))
-                .then(start.inverse())
-                .then(p1)
-        }
-    };
-    let delta = start.then(local).then(start.inverse());
+    let bone = BoneIndex(root as u32);
+    let (start, end) = clip_ends(clip, bone, start_end);
+    let delta =
+        RootSample::at(clip, bone, from).delta_to(&RootSample::at(clip, bone, to), start, end);
     (delta.t, delta.r)
 }
 
+/// `T(0)` and `T(D)` of the root: `start_end` when the clip keeps them, else sampled.
+fn clip_ends(
+    clip: &Clip,
+    bone: BoneIndex,
+    start_end: Option<(&Transform, &Transform)>,
+) -> (Rigid, Rigid) {
+    match start_end {
+        Some((a, b)) => (Rigid::of(a), Rigid::of(b)),
+        None => (
+            Rigid::of(&clip.sample_bone(bone, 0.0)),
+            Rigid::of(&clip.sample_bone(bone, clip.duration())),
+        ),
+    }
+}
+
+/// The root at an unwrapped playback time `t = loops · D + w`: `pose` is `T(w)`, sampled at
+/// the clip time job 4 samples (`Clip::wrap_time`), so the same sample gives both the
+/// frame's delta and the root's offset from its start.
+#[derive(Clone, Copy, Debug)]
+struct RootSample {
+    t: f32,
+    loops: f64,
+    pose: Rigid,
+}
+
+impl RootSample {
+    // Inlined (as `delta_to`): out of line, the sample goes through memory and the delta's
+    // first multiplies wait on it (most likely store forwarding of its scalar-written
+    // `Vec3`s), which costs more than a third sample would.
+    #[inline(always)]
+    fn at(clip: &Clip, bone: BoneIndex, t: f32) -> Self {
+        let w = clip.wrap_time(t);
+        let d = clip.duration();
+        // The loop count that goes with `w` (rounded: `t − w` is a whole number of loops up to
+        // rounding), so that `loops` and `w` agree where the wrap itself rounds.
+        let loops = if clip.looping() && d > 0.0 {
+            ((f64::from(t) - f64::from(w)) / f64::from(d)).round()
+        } else {
+            0.0
+        };
+        Self {
+            t,
+            loops,
+            pose: Rigid::of(&clip.sample_bone(bone, w)),
+        }
+    }
+
+    /// The delta `T₀ · U(self)⁻¹ · U(to) · T₀⁻¹` of [`root_delta`].
+    #[inline(always)]
+    fn delta_to(&self, to: &Self, start: Rigid, end: Rigid) -> Rigid {
+        if to.t < self.t {
+            return to.delta_to(self, start, end).inverse();
+        }
+        let loop_ends = (to.loops - self.loops).clamp(0.0, u64::MAX as f64) as u64;
+        let local = if loop_ends == 0 {
+            self.pose.inverse().then(to.pose)
+        } else {
+            let one_loop = start.inverse().then(end);
+            self.pose
+                .inverse()
+                .then(end)
+                .then(one_loop.pow(loop_ends - 1))
+                .then(start.inverse())
+                .then(to.pose)
+        };
+        start.then(local).then(start.inverse())
+    }
+}
+
 /// Blended (delta translation, delta rotation, translation since clip start, rotation since
-/// clip start) of the entity's root-motion animations; `None` when none plays.
+/// clip start) of the entity's root-motion animations; `None` when none plays. Two root
+/// samples per animation: its previous and its current time.
 fn extract(
     anims: &[AnimationToProcess],
     lw: &LayerWeights,
     root: usize,
 ) -> Option<(Vec3, Quat, Vec3, Quat)> {
+    let bone = BoneIndex(root as u32);
     let mut wsum = 0.0f32;
     let mut dt = Vec3::ZERO;
     let mut st = Vec3::ZERO;
@@ -271,22 +313,13 @@ fn extract(
         if w <= 0.0 {
             continue;
         }
-        let ends = a.clip.root_ends(root);
-        let (delta_t, delta_r) = root_delta(&a.clip, root, a.previous_time, a.time, ends);
-        let start = match ends {
-            Some((start, _)) => *start,
-            None => a
-                .clip
-                .sample_bone(crate::asset::BoneIndex(root as u32), 0.0),
-        };
-        let now = a.clip.sample_bone(
-            crate::asset::BoneIndex(root as u32),
-            a.clip.wrap_time(a.time),
-        );
-        let since_r = (now.rotation * start.rotation.conjugate()).normalize();
-        dt += delta_t * w;
-        st += (now.translation - start.translation) * w;
-        dr += crate::math::quat_align(Vec4::W, delta_r) * w;
+        let (start, end) = clip_ends(&a.clip, bone, a.clip.root_ends(root));
+        let now = RootSample::at(&a.clip, bone, a.time);
+        let delta = RootSample::at(&a.clip, bone, a.previous_time).delta_to(&now, start, end);
+        let since_r = (now.pose.r * start.r.conjugate()).normalize();
+        dt += delta.t * w;
+        st += (now.pose.t - start.t) * w;
+        dr += crate::math::quat_align(Vec4::W, delta.r) * w;
         sr += crate::math::quat_align(Vec4::W, since_r) * w;
         wsum += w;
     }
@@ -295,4 +328,178 @@ fn extract(
     }
     let norm = |v: Vec4| Quat::from_vec4(v.normalize_or(Vec4::W));
     Some((dt / wsum, norm(dr), st / wsum, norm(sr)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asset::{RawBone, RawBoneTracks, RawClip, RawRig, RawTrack, Rig};
+    use std::sync::Arc;
+
+    fn rig() -> Rig {
+        RawRig {
+            name: "r".into(),
+            bones: vec![RawBone {
+                name: "root".into(),
+                parent: None,
+                rest: Transform::IDENTITY,
+            }],
+        }
+        .bake()
+        .unwrap()
+    }
+
+    /// A root that walks forward and turns, on uneven keys over 1.3 s.
+    fn clip(rig: &Rig, looping: bool) -> Arc<Clip> {
+        let times = vec![0.0, 0.2, 0.25, 0.7, 1.1, 1.3];
+        let translations = times
+            .iter()
+            .map(|&t: &f32| Vec3::new(0.3 * (4.0 * t).sin(), 0.05 * t, 1.7 * t))
+            .collect();
+        let rotations = times
+            .iter()
+            .map(|&t: &f32| Quat::from_rotation_y(0.9 * t) * Quat::from_rotation_x(0.1 * t))
+            .collect();
+        Arc::new(
+            RawClip {
+                name: "walk".into(),
+                looping,
+                root_motion: true,
+                bones: vec![RawBoneTracks {
+                    bone: "root".into(),
+                    translation: Some(RawTrack::linear(times.clone(), translations)),
+                    rotation: Some(RawTrack::linear(times, rotations)),
+                    scale: None,
+                }],
+                ..Default::default()
+            }
+            .bake(rig)
+            .unwrap(),
+        )
+    }
+
+    /// The formula with three root samples per animation: the delta from its own samples at
+    /// the previous and current time (loops by `floor` in f64), and the offset since the start
+    /// from a third sample at the current time.
+    fn three_sample_delta(clip: &Clip, from: f32, to: f32) -> Rigid {
+        if to < from {
+            return three_sample_delta(clip, to, from).inverse();
+        }
+        let sample = |t: f32| Rigid::of(&clip.sample_bone(BoneIndex(0), t));
+        let d = clip.duration();
+        let (start, end) = (sample(0.0), sample(d));
+        let local = if !clip.looping() {
+            sample(from.clamp(0.0, d))
+                .inverse()
+                .then(sample(to.clamp(0.0, d)))
+        } else {
+            let (d64, from64, to64) = (f64::from(d), f64::from(from), f64::from(to));
+            let (k0, k1) = ((from64 / d64).floor(), (to64 / d64).floor());
+            let within = |t: f64, k: f64| ((t - k * d64) as f32).clamp(0.0, d);
+            let (p0, p1) = (sample(within(from64, k0)), sample(within(to64, k1)));
+            let loop_ends = (k1 - k0) as u64;
+            if loop_ends == 0 {
+                p0.inverse().then(p1)
+            } else {
+                let one_loop = start.inverse().then(end);
+                p0.inverse()
+                    .then(end)
+                    .then(one_loop.pow(loop_ends - 1))
+                    .then(start.inverse())
+                    .then(p1)
+            }
+        };
+        start.then(local).then(start.inverse())
+    }
+
+    fn three_sample_extract(anims: &[AnimationToProcess]) -> (Vec3, Quat, Vec3, Quat) {
+        let (mut wsum, mut dt, mut st, mut dr, mut sr) =
+            (0.0, Vec3::ZERO, Vec3::ZERO, Vec4::ZERO, Vec4::ZERO);
+        for a in anims {
+            let delta = three_sample_delta(&a.clip, a.previous_time, a.time);
+            let start = a.clip.sample_bone(BoneIndex(0), 0.0);
+            let now = a.clip.sample_bone(BoneIndex(0), a.clip.wrap_time(a.time));
+            let since_r = (now.rotation * start.rotation.conjugate()).normalize();
+            dt += delta.t * a.weight;
+            st += (now.translation - start.translation) * a.weight;
+            dr += crate::math::quat_align(Vec4::W, delta.r) * a.weight;
+            sr += crate::math::quat_align(Vec4::W, since_r) * a.weight;
+            wsum += a.weight;
+        }
+        let norm = |v: Vec4| Quat::from_vec4(v.normalize_or(Vec4::W));
+        (dt / wsum, norm(dr), st / wsum, norm(sr))
+    }
+
+    /// Shares the current-time sample between the delta and the offset since the start, and
+    /// takes the loop count from the wrapped time: at non-negative times that is the
+    /// three-sample formula bit for bit; below zero the wrap rounds (`rem_euclid`), so the two
+    /// may pick the two sides of a loop end for the same instant, which compose to the same
+    /// motion within 1e-5 m and 1e-5 rad.
+    #[test]
+    fn two_samples_per_animation_give_the_three_sample_formula() {
+        let rig = rig();
+        let (looping, once) = (clip(&rig, true), clip(&rig, false));
+        let mut x = 0x5eed_u64;
+        let mut uniform = |lo: f32, hi: f32| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            lo + (hi - lo) * ((x >> 40) as f32 / (1u64 << 24) as f32)
+        };
+        let (mut exact, mut loop_ends, mut reversed) = (0, 0, 0);
+        for case in 0..4000 {
+            let negative = case % 4 == 3;
+            let time = if negative {
+                uniform(-40.0, 0.0)
+            } else {
+                uniform(0.0, 400.0)
+            };
+            // Frames within a loop, across one or several loop ends, and backwards; now and
+            // then exactly on a loop end.
+            let step = match case % 5 {
+                0 => uniform(-0.05, 0.05),
+                1 => uniform(-4.0, 4.0),
+                2 => 1.3 * (case % 7) as f32,
+                _ => uniform(0.0, 0.1),
+            };
+            let time = if case % 11 == 0 {
+                1.3 * (case % 13) as f32
+            } else {
+                time
+            };
+            let at = |clip: &Arc<Clip>, weight: f32| {
+                let mut a = AnimationToProcess::new(clip.clone()).weight(weight);
+                a.time = time;
+                a.previous_time = time - step;
+                a
+            };
+            let anims = [at(&looping, 0.7), at(&once, 0.3)];
+            let got = extract(&anims, &LayerWeights::default(), 0).unwrap();
+            let want = three_sample_extract(&anims);
+            loop_ends += usize::from((time / 1.3).floor() != ((time - step) / 1.3).floor());
+            reversed += usize::from(step < 0.0);
+            if !negative {
+                assert_eq!(got, want, "time {time}, step {step}");
+                exact += 1;
+            } else {
+                let close = |a: Vec3, b: Vec3| (a - b).length() <= 1e-5;
+                // The angle between, accurate near zero (`acos` of the dot product is not).
+                let turn = |a: Quat, b: Quat| {
+                    2.0 * (a.conjugate() * b).xyz().length().min(1.0).asin() <= 1e-5
+                };
+                assert!(
+                    close(got.0, want.0)
+                        && turn(got.1, want.1)
+                        && close(got.2, want.2)
+                        && turn(got.3, want.3),
+                    "time {time}, step {step}: {got:?} vs {want:?}"
+                );
+            }
+        }
+        // The cases cover what they claim.
+        assert!(
+            exact > 2500 && loop_ends > 1000 && reversed > 800,
+            "{exact} {loop_ends} {reversed}"
+        );
+    }
 }

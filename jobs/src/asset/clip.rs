@@ -9,6 +9,7 @@ use crate::math::{
     hermite_quat, hermite_vec3, lerp_vec3, nlerp_shortest, slerp_shortest,
 };
 use glam::{Quat, Vec3};
+use std::cell::Cell;
 use wide::f32x8;
 
 /// How values between two keys are computed.
@@ -176,25 +177,11 @@ impl Timeline {
     /// frame), so forward playback advances by a step or two instead of searching.
     #[inline]
     pub fn locate(&self, t: f32, cursor: u32) -> KeySpan {
+        if let Some(end) = self.outside(t) {
+            return end;
+        }
         let times = &self.times;
-        let n = times.len();
-        if n <= 1 || t <= times[0] || t.is_nan() {
-            return KeySpan {
-                k0: 0,
-                k1: 0,
-                alpha: 0.0,
-                dt: 0.0,
-            };
-        }
-        let last = n - 1;
-        if t >= times[last] {
-            return KeySpan {
-                k0: last as u32,
-                k1: last as u32,
-                alpha: 0.0,
-                dt: 0.0,
-            };
-        }
+        let last = times.len() - 1;
         // Invariant wanted: times[k] <= t < times[k + 1], k < last.
         let mut k = (cursor as usize).min(last - 1);
         if times[k] <= t {
@@ -210,8 +197,45 @@ impl Timeline {
         } else {
             k = times.partition_point(|&x| x <= t) - 1;
         }
-        let t0 = times[k];
-        let dt = times[k + 1] - t0;
+        self.span(k, t)
+    }
+
+    /// [`Timeline::locate`] without a cursor: a binary search over all keys, for lookups that
+    /// jump anywhere in the clip (the reference sampler, root motion's previous time).
+    #[inline]
+    pub fn search(&self, t: f32) -> KeySpan {
+        match self.outside(t) {
+            Some(end) => end,
+            None => self.span(self.times.partition_point(|&x| x <= t) - 1, t),
+        }
+    }
+
+    /// The span held at an end when `t` is not strictly inside the keys (or is NaN, or the
+    /// timeline has fewer than two keys); `None` when `times[0] < t < times[last]`.
+    #[inline]
+    fn outside(&self, t: f32) -> Option<KeySpan> {
+        let times = &self.times;
+        let n = times.len();
+        let held = |k: usize| KeySpan {
+            k0: k as u32,
+            k1: k as u32,
+            alpha: 0.0,
+            dt: 0.0,
+        };
+        if n <= 1 || t <= times[0] || t.is_nan() {
+            Some(held(0))
+        } else if t >= times[n - 1] {
+            Some(held(n - 1))
+        } else {
+            None
+        }
+    }
+
+    /// The span from key `k` to `k + 1` at `t` (`times[k] <= t < times[k + 1]`).
+    #[inline]
+    fn span(&self, k: usize, t: f32) -> KeySpan {
+        let t0 = self.times[k];
+        let dt = self.times[k + 1] - t0;
         KeySpan {
             k0: k as u32,
             k1: k as u32 + 1,
@@ -1182,7 +1206,7 @@ impl Clip {
     pub fn locate(&self, timeline: u32, t: f32) -> KeySpan {
         self.timelines
             .get(timeline as usize)
-            .map_or_else(KeySpan::default, |tl| tl.locate(t, 0))
+            .map_or_else(KeySpan::default, |tl| tl.search(t))
     }
 
     /// Samples one bone from spans already located on this clip's timelines (`spans[i]` for
@@ -1203,7 +1227,16 @@ impl Clip {
             .get(i)
             .copied()
             .unwrap_or(Transform::IDENTITY);
-        self.sample_bone_with(i, &rest, |c| self.locate(c.timeline, t))
+        // A bone's channels usually share one timeline: search it once.
+        let last = Cell::new(None);
+        self.sample_bone_with(i, &rest, |c| match last.get() {
+            Some((timeline, span)) if timeline == c.timeline => span,
+            _ => {
+                let span = self.locate(c.timeline, t);
+                last.set(Some((c.timeline, span)));
+                span
+            }
+        })
     }
 
     /// One bone's channels evaluated at the spans `span` gives for each channel's timeline.
@@ -1430,6 +1463,32 @@ mod tests {
         }
         // Backwards jumps too.
         assert_eq!(tl.locate(0.55, 40), tl.locate(0.55, 0));
+    }
+
+    #[test]
+    fn search_finds_the_keys_around_a_time_by_hand() {
+        let tl = Timeline {
+            times: vec![0.0, 0.5, 1.0, 2.0, 4.0, 4.5, 6.0],
+        };
+        let span = |k0: u32, k1: u32, alpha: f32, dt: f32| KeySpan { k0, k1, alpha, dt };
+        for (t, want) in [
+            (-1.0, span(0, 0, 0.0, 0.0)),
+            (0.0, span(0, 0, 0.0, 0.0)),
+            (0.25, span(0, 1, 0.5, 0.5)),
+            (0.5, span(1, 2, 0.0, 0.5)),
+            (3.0, span(3, 4, 0.5, 2.0)),
+            (4.25, span(4, 5, 0.5, 0.5)),
+            (5.625, span(5, 6, 0.75, 1.5)),
+            (6.0, span(6, 6, 0.0, 0.0)),
+            (7.0, span(6, 6, 0.0, 0.0)),
+            (f32::NAN, span(0, 0, 0.0, 0.0)),
+        ] {
+            assert_eq!(tl.search(t), want, "t = {t}");
+            // The cursor walk from any start finds the same span.
+            for cursor in [0, 3, 6, 40] {
+                assert_eq!(tl.locate(t, cursor), want, "t = {t}, cursor {cursor}");
+            }
+        }
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! lerps and weighted sums are fused multiply-adds, quaternions are normalised with the
 //! reciprocal-square-root estimate and one Newton step (`inv_sqrt`) rather than a square root
 //! and a division, slerp's weights `sin(t·θ) / sin θ` come from a power series in `cos θ − 1`
-//! (`slerp_weight_series`, for keys less than 45° apart; `wide`'s vector `acos` and `sin`
-//! beyond), and blocks of bones that no clip translates (or scales) take the rest
+//! (`slerp_weight_series`: four terms for keys less than 9.9° apart, ten up to 45°; `wide`'s
+//! vector `acos` and `sin` beyond), and blocks of bones that no clip translates (or scales) take the rest
 //! translations (scales) rather than their weighted sum. The paths agree with the scalar
 //! reference to about 1e-7 (the tests allow 1e-6). Which path an entity takes depends only on
 //! its animations, so results never depend on the thread count or on the pipeline mode.
@@ -286,10 +286,15 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
         return near;
     }
     let x = d.min(f32x8::ONE);
-    let (wa, wb) = if x.simd_ge(f32x8::splat(SLERP_SERIES_MIN_COS)).all() {
+    let (wa, wb) = if x.simd_ge(f32x8::splat(SLERP_SERIES_CLOSE_COS)).all() {
         (
-            slerp_weight_series(watch(f32x8::ONE - s), x),
-            slerp_weight_series(s, x),
+            slerp_weight_series::<SLERP_SERIES_CLOSE_TERMS>(watch(f32x8::ONE - s), x),
+            slerp_weight_series::<SLERP_SERIES_CLOSE_TERMS>(s, x),
+        )
+    } else if x.simd_ge(f32x8::splat(SLERP_SERIES_MIN_COS)).all() {
+        (
+            slerp_weight_series::<SLERP_SERIES_TERMS>(watch(f32x8::ONE - s), x),
+            slerp_weight_series::<SLERP_SERIES_TERMS>(s, x),
         )
     } else {
         let theta = watch(x.acos());
@@ -311,9 +316,18 @@ fn slerp_rotation(q0: &[f32x8; 4], q1: &[f32x8; 4], s: f32x8, tracked: f32x8) ->
 /// more than consecutive keys turn); a block with a wider lane takes `acos` and `sin`.
 const SLERP_SERIES_MIN_COS: f32 = 0.7;
 
-/// Terms of [`slerp_weight_series`]: each is at most 0.15 of the one before for
-/// `cos θ ≥ 0.7`, so the truncation error is below 1e-8.
+/// Terms of [`slerp_weight_series`] for `cos θ ≥ SLERP_SERIES_MIN_COS`. Term `i` is at most
+/// `|cos θ − 1| / 2` of term `i − 1` (`|t² − i²| / (i·(2i + 1)) < 1/2` for `t` in `[0, 1]`),
+/// 0.15 here, so the truncation error is below 1e-8.
 const SLERP_SERIES_TERMS: usize = 10;
+
+/// Blocks whose keys are all at most 9.9° apart (`cos θ ≥ 0.985`, the common case between
+/// consecutive keys) take [`SLERP_SERIES_CLOSE_TERMS`] terms: each term is then at most 0.0075
+/// of the one before, and four leave a truncation error below 4e-9.
+const SLERP_SERIES_CLOSE_COS: f32 = 0.985;
+
+/// Terms of [`slerp_weight_series`] for `cos θ ≥ SLERP_SERIES_CLOSE_COS`.
+const SLERP_SERIES_CLOSE_TERMS: usize = 4;
 
 /// `sin(t·θ) / sin θ` from `x = cos θ` without `acos` or `sin`, as a power series in
 /// `d = x − 1`: `Σ bᵢ(t)·dⁱ` with `b₀ = t` and `bᵢ = bᵢ₋₁·(t² − i²) / (i·(2i + 1))` (the
@@ -321,11 +335,12 @@ const SLERP_SERIES_TERMS: usize = 10;
 /// for computing slerp"). Evaluated by Horner's rule, so every product is a coefficient of
 /// order `t` times `d`, and no power of a small `d` underflows. Agrees with the trigonometric
 /// form to a few ulps for `x ≥ SLERP_SERIES_MIN_COS`.
+/// `N` terms (see [`SLERP_SERIES_TERMS`] and [`SLERP_SERIES_CLOSE_TERMS`] for the ranges).
 #[inline(always)]
-fn slerp_weight_series(t: f32x8, x: f32x8) -> f32x8 {
+fn slerp_weight_series<const N: usize>(t: f32x8, x: f32x8) -> f32x8 {
     let d = watch(x - f32x8::ONE);
     let t2 = mul(t, t);
-    let mut b = [f32x8::ZERO; SLERP_SERIES_TERMS];
+    let mut b = [f32x8::ZERO; N];
     let mut prev = t;
     for (i, bi) in b.iter_mut().enumerate() {
         if i > 0 {
@@ -657,22 +672,34 @@ mod tests {
     /// fractions from 0 to 1.
     #[test]
     fn slerp_series_weights_equal_the_trigonometric_ones() {
-        let mut worst = 0.0f64;
-        for xi in 0..=300 {
-            let x = SLERP_SERIES_MIN_COS + (1.0 - SLERP_SERIES_MIN_COS) * xi as f32 / 300.0;
-            for ti in 0..=64 {
-                let t = ti as f32 / 64.0;
-                let got = slerp_weight_series(f32x8::splat(t), f32x8::splat(x)).as_array()[0];
-                let theta = f64::from(x).acos();
-                let want = if theta == 0.0 {
-                    f64::from(t)
-                } else {
-                    (f64::from(t) * theta).sin() / theta.sin()
-                };
-                worst = worst.max((f64::from(got) - want).abs());
+        fn worst<const N: usize>(min_cos: f32) -> f64 {
+            let mut worst = 0.0f64;
+            for xi in 0..=300 {
+                let x = min_cos + (1.0 - min_cos) * xi as f32 / 300.0;
+                for ti in 0..=64 {
+                    let t = ti as f32 / 64.0;
+                    let got =
+                        slerp_weight_series::<N>(f32x8::splat(t), f32x8::splat(x)).as_array()[0];
+                    let theta = f64::from(x).acos();
+                    let want = if theta == 0.0 {
+                        f64::from(t)
+                    } else {
+                        (f64::from(t) * theta).sin() / theta.sin()
+                    };
+                    worst = worst.max((f64::from(got) - want).abs());
+                }
             }
+            worst
         }
-        assert!(worst < 1e-7, "largest error {worst:e}");
+        let wide = worst::<SLERP_SERIES_TERMS>(SLERP_SERIES_MIN_COS);
+        let close = worst::<SLERP_SERIES_CLOSE_TERMS>(SLERP_SERIES_CLOSE_COS);
+        assert!(
+            wide < 1e-7 && close < 1e-7,
+            "largest errors {wide:e}, {close:e}"
+        );
+        // The close range does need its own cut: the short series is too short beyond it.
+        let short_too_wide = worst::<SLERP_SERIES_CLOSE_TERMS>(SLERP_SERIES_MIN_COS);
+        assert!(short_too_wide > 1e-6, "{short_too_wide:e}");
     }
 
     #[test]

@@ -136,6 +136,16 @@ impl SoaPoseAccumulator {
             return;
         }
         let a = mul(alpha, watch(f32x8::ONE / w));
+        if self.weight.simd_eq(f32x8::ZERO).all() {
+            self.blend_onto_nothing(layer, a, alpha, active);
+        } else {
+            self.blend_onto(layer, a, alpha, active);
+        }
+    }
+
+    /// [`Self::blend_layer`]'s blend: `acc·(1 − α) + layer·a` in the active lanes, `a = α / W`.
+    #[inline(always)]
+    fn blend_onto(&mut self, layer: &SoaLayerSum, a: f32x8, alpha: f32x8, active: f32x8) {
         let keep = watch(f32x8::ONE - alpha);
         // The reference aligns to the accumulation, or to the layer itself when nothing is
         // accumulated: the accumulation is then zero, whose dot product keeps the layer.
@@ -153,6 +163,25 @@ impl SoaPoseAccumulator {
         };
         self.acc = select_transform(active, &blended, &self.acc);
         self.weight = active.select(mul_add(self.weight, keep, alpha), self.weight);
+    }
+
+    /// [`Self::blend_onto`] when nothing is accumulated yet (every lane's weight 0, so every
+    /// lane still the empty zero: a lane is written only with a positive weight): the blend
+    /// is then `layer·a + 0`, since `acc·(1 − α)` is +0 and the zero accumulation's dot
+    /// product keeps the layer's rotations. The same fused rounding, so the same bits, with
+    /// no alignment and no products of the zero accumulation (the first override layer of
+    /// every entity).
+    #[inline(always)]
+    fn blend_onto_nothing(&mut self, layer: &SoaLayerSum, a: f32x8, alpha: f32x8, active: f32x8) {
+        let scaled = |v: f32x8| mul_add(v, a, f32x8::ZERO);
+        let blended = SoaTransform {
+            translation: layer.sum.translation.map(scaled),
+            rotation: layer.sum.rotation.map(scaled),
+            scale: layer.sum.scale.map(scaled),
+        };
+        self.acc = select_transform(active, &blended, &self.acc);
+        // `0·(1 − α) + α`.
+        self.weight = active.select(alpha, self.weight);
     }
 
     /// Completes the pose: the missing weight `1 − W` of each lane comes from `rest`, the
@@ -178,6 +207,13 @@ impl SoaPoseAccumulator {
         p.rotation = std::array::from_fn(|c| ok.select(mul(p.rotation[c], inv), rest.rotation[c]));
         let rest_only = missing.simd_ge(f32x8::ONE);
         select_transform(rest_only, rest, &p)
+    }
+
+    /// The accumulation as it stands, for one that is already a finished pose (every lane of
+    /// weight 1 and normalised, as after an additive layer that touched them all).
+    #[inline(always)]
+    pub(crate) fn pose(&self) -> SoaTransform {
+        self.acc
     }
 
     /// Restarts the accumulation from `pose` in the lanes of `lanes` (after an additive layer
@@ -345,6 +381,55 @@ mod tests {
                     out[l]
                 );
             }
+        }
+    }
+
+    /// The first layer's blend onto nothing equals the general blend onto the empty
+    /// accumulation bit for bit: lanes of weight 0, partial and full weights, layer weights
+    /// below and at 1, rotations of either sign (whose products with the zero accumulation are
+    /// −0).
+    #[test]
+    fn blending_onto_nothing_is_the_general_blend_bit_for_bit() {
+        let mask: [f32; LANES] = [1.0, 0.5, 0.0, 0.25, 0.05, 1.0, 0.75, 0.1];
+        for (seeds, layer_weight) in [((1, 2), 1.0), ((3, 4), 0.6), ((5, 9), 0.3)] {
+            let mut layer = SoaLayerSum::EMPTY;
+            layer.add(
+                &SoaTransform::from_transforms(&poses(seeds.0)),
+                f32x8::from(mask),
+            );
+            layer.add(
+                &SoaTransform::from_transforms(&poses(seeds.1)),
+                f32x8::splat(0.4) * f32x8::from(mask),
+            );
+            let w = layer.weight;
+            let alpha = mul(f32x8::splat(layer_weight), w.min(f32x8::ONE))
+                .max(f32x8::ZERO)
+                .min(f32x8::ONE);
+            let active = positive(alpha) & positive(w);
+            let a = mul(alpha, watch(f32x8::ONE / w));
+            let (mut general, mut shortcut) =
+                (SoaPoseAccumulator::EMPTY, SoaPoseAccumulator::EMPTY);
+            general.blend_onto(&layer, a, alpha, active);
+            shortcut.blend_onto_nothing(&layer, a, alpha, active);
+            let bits = |p: &SoaPoseAccumulator| {
+                let t = &p.acc;
+                t.translation
+                    .iter()
+                    .chain(&t.rotation)
+                    .chain(&t.scale)
+                    .chain(std::iter::once(&p.weight))
+                    .flat_map(|v| v.to_array().map(f32::to_bits))
+                    .collect::<Vec<u32>>()
+            };
+            assert_eq!(
+                bits(&general),
+                bits(&shortcut),
+                "layer weight {layer_weight}"
+            );
+            // And blend_layer onto an empty accumulation gives the same.
+            let mut via_layer = SoaPoseAccumulator::EMPTY;
+            via_layer.blend_layer(&layer, layer_weight);
+            assert_eq!(bits(&via_layer), bits(&general));
         }
     }
 
