@@ -215,8 +215,8 @@ pub(crate) fn root_delta(
 ) -> (Vec3, Quat) {
     let bone = BoneIndex(root as u32);
     let (start, end) = clip_ends(clip, bone, start_end);
-    let delta =
-        RootSample::at(clip, bone, from).delta_to(&RootSample::at(clip, bone, to), start, end);
+    let at = |t| RootSample::at(clip, bone, t, clip.looping());
+    let delta = at(from).delta_to(&at(to), start, end);
     (delta.t, delta.r)
 }
 
@@ -236,8 +236,8 @@ fn clip_ends(
 }
 
 /// The root at an unwrapped playback time `t = loops · D + w`: `pose` is `T(w)`, sampled at
-/// the clip time job 4 samples (`Clip::wrap_time`), so the same sample gives both the
-/// frame's delta and the root's offset from its start.
+/// the clip time job 4 samples ([`Clip::wrap_time_as`] with the animation's loop flag), so the
+/// same sample gives both the frame's delta and the root's offset from its start.
 #[derive(Clone, Copy, Debug)]
 struct RootSample {
     t: f32,
@@ -250,12 +250,12 @@ impl RootSample {
     // first multiplies wait on it (most likely store forwarding of its scalar-written
     // `Vec3`s), which costs more than a third sample would.
     #[inline(always)]
-    fn at(clip: &Clip, bone: BoneIndex, t: f32) -> Self {
-        let w = clip.wrap_time(t);
+    fn at(clip: &Clip, bone: BoneIndex, t: f32, looping: bool) -> Self {
+        let w = clip.wrap_time_as(t, looping);
         let d = clip.duration();
         // The loop count that goes with `w` (rounded: `t − w` is a whole number of loops up to
         // rounding), so that `loops` and `w` agree where the wrap itself rounds.
-        let loops = if clip.looping() && d > 0.0 {
+        let loops = if looping && d > 0.0 {
             ((f64::from(t) - f64::from(w)) / f64::from(d)).round()
         } else {
             0.0
@@ -314,8 +314,11 @@ fn extract(
             continue;
         }
         let (start, end) = clip_ends(&a.clip, bone, a.clip.root_ends(root));
-        let now = RootSample::at(&a.clip, bone, a.time);
-        let delta = RootSample::at(&a.clip, bone, a.previous_time).delta_to(&now, start, end);
+        // The animation's own loop flag, as job 4 samples it.
+        let looping = a.looping.unwrap_or(a.clip.looping());
+        let now = RootSample::at(&a.clip, bone, a.time, looping);
+        let previous = RootSample::at(&a.clip, bone, a.previous_time, looping);
+        let delta = previous.delta_to(&now, start, end);
         let since_r = (now.pose.r * start.r.conjugate()).normalize();
         dt += delta.t * w;
         st += (now.pose.t - start.t) * w;
@@ -501,5 +504,45 @@ mod tests {
             exact > 2500 && loop_ends > 1000 && reversed > 800,
             "{exact} {loop_ends} {reversed}"
         );
+    }
+
+    /// An animation's loop flag overrides its clip's, as in job 4: a looping clip played once
+    /// moves the root as the same clip baked not to loop (it stops at the end and holds), and
+    /// a clip baked not to loop, played looping, as the looping one.
+    #[test]
+    fn an_animations_loop_flag_overrides_its_clips() {
+        let rig = rig();
+        let (looping, once) = (clip(&rig, true), clip(&rig, false));
+        for (time, step) in [
+            (0.9, 0.1),
+            (1.25, 0.1),
+            (1.4, 0.1),
+            (2.0, 0.016),
+            (6.1, 2.7),
+        ] {
+            let at = |clip: &Arc<Clip>, flag: Option<bool>| {
+                let mut a = AnimationToProcess::new(clip.clone());
+                (a.time, a.previous_time, a.looping) = (time, time - step, flag);
+                [a]
+            };
+            let lw = LayerWeights::default();
+            let played_once = extract(&at(&looping, Some(false)), &lw, 0);
+            assert_eq!(
+                played_once,
+                extract(&at(&once, None), &lw, 0),
+                "once at {time}"
+            );
+            let played_looping = extract(&at(&once, Some(true)), &lw, 0);
+            assert_eq!(
+                played_looping,
+                extract(&at(&looping, None), &lw, 0),
+                "loop at {time}"
+            );
+        }
+        // Past the end, played once: no motion.
+        let mut a = AnimationToProcess::new(looping.clone()).looping(false);
+        (a.time, a.previous_time) = (2.0, 1.9);
+        let (dt, dr, ..) = extract(&[a], &LayerWeights::default(), 0).unwrap();
+        assert_eq!((dt, dr), (Vec3::ZERO, Quat::IDENTITY));
     }
 }
