@@ -402,7 +402,8 @@ impl<'a> GridPlan<'a> {
             if a.weight > 0.0 {
                 let g = a.clip.grid()?;
                 let slot = keys.get_mut(n)?;
-                if g.blocks() != blocks {
+                // The single-layer sum lerps its rows; Hermite keys take the layered path.
+                if g.blocks() != blocks || g.is_hermite() {
                     return None;
                 }
                 let span = spans

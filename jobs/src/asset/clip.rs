@@ -2,7 +2,7 @@ use super::BakeError;
 use super::hash::{BoneHash, ContentHash, ContentHasher, bone_hash};
 use super::rig::{BoneIndex, Rig};
 use crate::math::soa::{
-    ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, LANES, SoaTransform, sample_rows,
+    ANIMATES_SCALE, ANIMATES_TRANSLATION, BlockKeys, HermiteKeys, LANES, SoaTransform,
 };
 use crate::math::{
     Transform, flush_negligible, flush_negligible_quat, flush_negligible_vec3, hermite_basis,
@@ -258,12 +258,13 @@ pub struct KeySpan {
     pub dt: f32,
 }
 
-/// The keys of a clip whose bone channels all interpolate linearly on one shared timeline
-/// (glTF exporters usually bake every channel on one grid), stored for the SoA sampler: one row
-/// per key, each row `LANES`-bone blocks of `SoaTransform` (translations, rotations,
-/// scales of every bone, untracked parts holding the rest value). Sampling a block is two
-/// block loads and a lerp/nlerp of `LANES` bones at once; the key search happens once per
-/// entity and clip.
+/// The keys of a clip whose bone channels all interpolate alike (all LINEAR, or all Hermite)
+/// on one shared timeline (glTF exporters usually bake every channel on one grid), stored for
+/// the SoA sampler: one row per key, each row `LANES`-bone blocks of `SoaTransform`
+/// (translations, rotations, scales of every bone, untracked parts holding the rest value),
+/// and for Hermite keys a row of in tangents and one of out tangents per key (untracked parts
+/// zero). Sampling a block is two block loads (four with tangents) and a lerp/nlerp (or the
+/// cubic) of `LANES` bones at once; the key search happens once per entity and clip.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyGrid {
     timeline: u32,
@@ -273,6 +274,8 @@ pub struct KeyGrid {
     /// ([`ANIMATES_TRANSLATION`], [`ANIMATES_SCALE`]).
     animated: Vec<u8>,
     rows: Vec<SoaTransform>,
+    /// Hermite keys' `(in, out)` tangent rows, laid out as `rows`.
+    tangents: Option<(Vec<SoaTransform>, Vec<SoaTransform>)>,
     rotation_tracked: Vec<f32x8>,
     rest: Vec<SoaTransform>,
 }
@@ -291,24 +294,13 @@ impl KeyGrid {
     pub(crate) fn rest_block(&self, b: usize) -> Option<&SoaTransform> {
         self.rest.get(b)
     }
-    /// Samples block `b` at a span of the grid's timeline: translations and scales lerped,
-    /// tracked rotations slerped or nlerped as the clip's [`LinearRotation`] says, untracked
-    /// parts at the rest value (read, not interpolated, where no lane of the block has the
-    /// track).
+    /// Samples block `b` at a span of the grid's timeline: LINEAR keys' translations and
+    /// scales lerped and tracked rotations slerped or nlerped as the clip's
+    /// [`LinearRotation`] says, Hermite keys' cubic (rotations normalised), untracked parts at
+    /// the rest value (read, not interpolated, where no lane of the block has the track).
     #[inline(always)]
     pub(crate) fn sample_block(&self, b: usize, span: &KeySpan) -> Option<SoaTransform> {
-        let r0 = self.rows.get(span.k0 as usize * self.blocks + b)?;
-        let r1 = self.rows.get(span.k1 as usize * self.blocks + b)?;
-        let tracked = *self.rotation_tracked.get(b)?;
-        let animated = self.animated.get(b).copied().unwrap_or(u8::MAX);
-        Some(sample_rows(
-            r0,
-            r1,
-            span.alpha,
-            tracked,
-            animated,
-            self.slerp_rotations,
-        ))
+        self.keys_at(span, 1.0)?.sample(b)
     }
 
     /// The key rows around `span`, with weight `w`, for [`blend_block`] (`None` for a key
@@ -321,6 +313,20 @@ impl KeyGrid {
             let start = k as usize * self.blocks;
             self.rows.get(start..start + self.blocks)
         };
+        let hermite = match &self.tangents {
+            Some((in_rows, out_rows)) => {
+                let (out0, in1) = (
+                    span.k0 as usize * self.blocks,
+                    span.k1 as usize * self.blocks,
+                );
+                Some(HermiteKeys {
+                    out0: out_rows.get(out0..out0 + self.blocks)?,
+                    in1: in_rows.get(in1..in1 + self.blocks)?,
+                    dt: span.dt,
+                })
+            }
+            None => None,
+        };
         Some(BlockKeys {
             k0: row(span.k0)?,
             k1: row(span.k1)?,
@@ -329,22 +335,28 @@ impl KeyGrid {
             tracked: &self.rotation_tracked,
             animated: &self.animated,
             slerp: self.slerp_rotations,
+            hermite,
         })
     }
 
+    /// Whether the keys are Hermite (the SoA path's single-layer sum takes LINEAR keys only).
+    pub(crate) fn is_hermite(&self) -> bool {
+        self.tangents.is_some()
+    }
+
     /// Builds the grid when every bone channel is LINEAR on one timeline (rotations slerped
-    /// until [`Clip::with_linear_rotation`] says otherwise).
-    fn build(
-        bone_channels: &[[Option<Channel>; 3]],
-        timelines: &[Timeline],
-        vec3_values: &[Vec3],
-        quat_values: &[Quat],
-        rest: &[Transform],
-    ) -> Option<Self> {
+    /// until [`Clip::with_linear_rotation`] says otherwise), or every one Hermite on one.
+    fn build(clip: &Clip) -> Option<Self> {
+        let (bone_channels, timelines) = (&clip.bone_channels, &clip.timelines);
+        let (vec3_values, quat_values, rest) =
+            (&clip.vec3_values, &clip.quat_values, &clip.rest_pose);
         let mut timeline = None;
+        let mut interpolation = None;
         for c in bone_channels.iter().flatten() {
             let Some(c) = c else { continue };
-            if c.interpolation != Interpolation::Linear
+            let alike = *interpolation.get_or_insert(c.interpolation) == c.interpolation;
+            if c.interpolation == Interpolation::Step
+                || !alike
                 || *timeline.get_or_insert(c.timeline) != c.timeline
             {
                 return None;
@@ -374,6 +386,40 @@ impl KeyGrid {
             }
             rows.extend(pose.chunks(LANES).map(SoaTransform::from_transforms));
         }
+        let tangents = (interpolation == Some(Interpolation::Hermite)).then(|| {
+            let rows_of = |vec3: &[Vec3], quat: &[Quat]| {
+                let zero = Quat::from_xyzw(0.0, 0.0, 0.0, 0.0);
+                let still = Transform {
+                    translation: Vec3::ZERO,
+                    rotation: zero,
+                    scale: Vec3::ZERO,
+                };
+                let mut rows = Vec::with_capacity(keys * blocks);
+                let mut pose = vec![still; blocks * LANES];
+                for k in 0..keys {
+                    for (bone, p) in pose.iter_mut().enumerate().take(n) {
+                        let [t, q, s] = bone_channels.get(bone).copied().unwrap_or([None; 3]);
+                        let v3 = |c: Option<Channel>| {
+                            c.and_then(|c| vec3.get(c.first_tangent as usize + k).copied())
+                                .unwrap_or(Vec3::ZERO)
+                        };
+                        *p = Transform {
+                            translation: v3(t),
+                            rotation: q
+                                .and_then(|c| quat.get(c.first_tangent as usize + k).copied())
+                                .unwrap_or(zero),
+                            scale: v3(s),
+                        };
+                    }
+                    rows.extend(pose.chunks(LANES).map(SoaTransform::from_transforms));
+                }
+                rows
+            };
+            (
+                rows_of(&clip.vec3_in, &clip.quat_in),
+                rows_of(&clip.vec3_out, &clip.quat_out),
+            )
+        });
         let mut rest_padded = vec![Transform::IDENTITY; blocks * LANES];
         rest_padded[..n.min(rest.len())].copy_from_slice(&rest[..n.min(rest.len())]);
         let rotation_tracked = (0..blocks)
@@ -405,6 +451,7 @@ impl KeyGrid {
                 })
                 .collect(),
             rows,
+            tangents,
             rotation_tracked,
             rest: rest_padded
                 .chunks(LANES)
@@ -788,13 +835,7 @@ impl RawClip {
             grid: None,
             content_hash: ContentHash(0),
         };
-        clip.grid = KeyGrid::build(
-            &clip.bone_channels,
-            &clip.timelines,
-            &clip.vec3_values,
-            &clip.quat_values,
-            &clip.rest_pose,
-        );
+        clip.grid = KeyGrid::build(&clip);
         if let Some(reference) = &self.additive_reference {
             let poses = additive_reference_poses(reference, &clip, rig, &asset)?;
             for p in &poses {

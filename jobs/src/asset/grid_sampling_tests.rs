@@ -85,18 +85,94 @@ fn grid_sampler_equals_the_per_channel_sampler_on_real_assets() {
             "{expected} should have a shared grid: {gridded:?}"
         );
     }
-    // InterpolationTest has one clip per interpolation mode: the LINEAR ones take the grid,
-    // STEP and CUBICSPLINE keep the per-channel path.
+    // InterpolationTest has one clip per interpolation mode: the LINEAR and CUBICSPLINE ones
+    // take the grid, STEP keeps the per-channel path.
     for g in gridded
         .iter()
         .filter(|g| g.starts_with("InterpolationTest"))
     {
-        assert!(g.contains("Linear"), "{g}");
+        assert!(g.contains("Linear") || g.contains("CubicSpline"), "{g}");
     }
+    for expected in [
+        "Linear Rotation",
+        "CubicSpline Rotation",
+        "CubicSpline Translation",
+    ] {
+        assert!(
+            gridded.iter().any(|g| g.contains(expected)),
+            "{expected}: {gridded:?}"
+        );
+    }
+}
+
+/// A clip of Hermite keys on one grid (the built-in idle's kind: every moved bone's
+/// translation and rotation, on a rig of two blocks, tangents unlike the values' slopes) takes
+/// the grid, equal to the per-channel sampler.
+#[test]
+fn hermite_keys_on_one_grid_take_the_grid() {
+    use crate::asset::{RawBone, RawBoneTracks, RawClip, RawRig, RawTrack};
+    use glam::{Quat, Vec3};
+    let rig = RawRig {
+        name: "chain".into(),
+        bones: (0..11)
+            .map(|i| RawBone {
+                name: format!("b{i}"),
+                parent: (i > 0).then(|| i - 1),
+                rest: Transform::from_translation(Vec3::new(0.0, 0.3, 0.05 * i as f32)),
+            })
+            .collect(),
+    }
+    .bake()
+    .unwrap();
+    let times: Vec<f32> = (0..9)
+        .map(|k| 0.1 * k as f32 + 0.02 * (k % 3) as f32)
+        .collect();
+    let f = |b: usize, k: usize, c: f32| ((b * 7 + k * 3) as f32 * 0.37 + c).sin();
+    let bones = (0..11)
+        .filter(|b| b % 4 != 3)
+        .map(|b| {
+            let q = |k: usize| {
+                Quat::from_euler(glam::EulerRot::XYZ, f(b, k, 0.1), 0.5 * f(b, k, 1.3), 0.2)
+            };
+            let dq = |k: usize| {
+                let v = glam::Vec4::from(q(k)) * 0.3 * f(b, k, 2.0);
+                Quat::from_vec4(v)
+            };
+            let v = |k: usize| Vec3::new(f(b, k, 0.0), f(b, k, 0.5), 0.1 * f(b, k, 0.9));
+            let n = times.len();
+            RawBoneTracks {
+                bone: format!("b{b}"),
+                translation: (b % 2 == 0).then(|| {
+                    RawTrack::hermite(
+                        times.clone(),
+                        (0..n).map(v).collect(),
+                        (0..n).map(|k| v(k) * -1.5).collect(),
+                        (0..n).map(|k| v(k) * 2.0).collect(),
+                    )
+                }),
+                rotation: Some(RawTrack::hermite(
+                    times.clone(),
+                    (0..n).map(q).collect(),
+                    (0..n).map(dq).collect(),
+                    (0..n).map(|k| dq((k + 1) % n)).collect(),
+                )),
+                scale: None,
+            }
+        })
+        .collect();
+    let clip = RawClip {
+        name: "hermite".into(),
+        duration: Some(0.9),
+        bones,
+        ..Default::default()
+    }
+    .bake(&rig)
+    .unwrap();
     assert!(
-        gridded.iter().any(|g| g.contains("Linear Rotation")),
-        "{gridded:?}"
+        clip.grid()
+            .is_some_and(|g| g.is_hermite() && g.blocks() == 2)
     );
+    assert!(check_grid("hand-built", &clip) >= 20);
 }
 
 #[test]

@@ -34,9 +34,7 @@ use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
 use wide::{f32x4, f32x8};
 
 mod layers;
-pub(crate) use layers::{
-    SoaLayerSum, SoaPoseAccumulator, additive_apply, lane_weights, sample_rows,
-};
+pub(crate) use layers::{SoaLayerSum, SoaPoseAccumulator, additive_apply, lane_weights};
 
 /// Bones per SoA block.
 pub(crate) const LANES: usize = 8;
@@ -408,6 +406,18 @@ pub(crate) struct BlockKeys<'a> {
     pub(crate) animated: &'a [u8],
     /// Whether rotations slerp (glTF's LINEAR rule) rather than nlerp.
     pub(crate) slerp: bool,
+    /// Hermite keys' tangents (`None`: LINEAR keys).
+    pub(crate) hermite: Option<HermiteKeys<'a>>,
+}
+
+/// The tangents of Hermite keys around a span: the earlier key's out tangents and the later
+/// key's in tangents (one [`SoaTransform`] per block; derivatives per second), and the
+/// seconds between the keys.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HermiteKeys<'a> {
+    pub(crate) out0: &'a [SoaTransform],
+    pub(crate) in1: &'a [SoaTransform],
+    pub(crate) dt: f32,
 }
 
 impl BlockKeys<'_> {
@@ -420,7 +430,23 @@ impl BlockKeys<'_> {
         tracked: &[],
         animated: &[],
         slerp: false,
+        hermite: None,
     };
+
+    /// Block `b` sampled at the span (see [`layers::sample_rows`] and
+    /// [`layers::sample_hermite_rows`]); `None` past the rows.
+    #[inline(always)]
+    pub(crate) fn sample(&self, b: usize) -> Option<SoaTransform> {
+        let (r0, r1, &tracked) = (self.k0.get(b)?, self.k1.get(b)?, self.tracked.get(b)?);
+        let animated = self.animated.get(b).copied().unwrap_or(u8::MAX);
+        Some(match &self.hermite {
+            None => layers::sample_rows(r0, r1, self.s, tracked, animated, self.slerp),
+            Some(h) => {
+                let (o0, i1) = (h.out0.get(b)?, h.in1.get(b)?);
+                layers::sample_hermite_rows([r0, o0, r1, i1], self.s, h.dt, tracked, animated)
+            }
+        })
+    }
 }
 
 /// The per-entity scalars of one unmasked override layer blended over nothing and completed
@@ -651,6 +677,7 @@ pub(crate) fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
 
 #[cfg(test)]
 mod tests {
+    use super::layers::sample_rows;
     use super::*;
     use crate::math::{LayerSum, PoseAccumulator, nlerp_shortest};
     use glam::Vec4;
@@ -842,6 +869,7 @@ mod tests {
                 tracked: &tr,
                 animated: &[ANIMATES_TRANSLATION | ANIMATES_SCALE],
                 slerp: false,
+                hermite: None,
             },
             BlockKeys {
                 k0: &rb,
@@ -851,6 +879,7 @@ mod tests {
                 tracked: &tr,
                 animated: &[ANIMATES_TRANSLATION | ANIMATES_SCALE],
                 slerp: false,
+                hermite: None,
             },
         ];
         // The interpolated poses, for the lanes' expected values.

@@ -67,6 +67,49 @@ pub(crate) fn sample_rows(
     }
 }
 
+/// One block of a Hermite key grid's rows sampled at fraction `s` of a span `dt` seconds
+/// long: `[k0, out0, k1, in1]` are the earlier key's values and out tangents and the later
+/// key's values and in tangents. Translations and scales are the cubic
+/// `h₀₀·v₀ + h₁₀·dt·o₀ + h₀₁·v₁ + h₁₁·dt·i₁` ([`hermite_basis`](crate::math::hermite_basis)),
+/// rotations the same per component, normalised (`k0`'s where the length vanishes), as
+/// [`hermite_vec3`](crate::math::hermite_vec3) and [`hermite_quat`](crate::math::hermite_quat)
+/// compute per bone; untracked lanes keep `k0`'s rotation (the grid's rest value), and where
+/// `animated` lacks [`ANIMATES_TRANSLATION`] (or [`ANIMATES_SCALE`]) the rest value is taken as
+/// it is.
+#[inline(always)]
+pub(crate) fn sample_hermite_rows(
+    [k0, out0, k1, in1]: [&SoaTransform; 4],
+    s: f32,
+    dt: f32,
+    tracked: f32x8,
+    animated: u8,
+) -> SoaTransform {
+    let [h00, h10, h01, h11] = crate::math::hermite_basis(s);
+    let (h00, h01) = (f32x8::splat(h00), f32x8::splat(h01));
+    let (h10, h11) = (f32x8::splat(h10 * dt), f32x8::splat(h11 * dt));
+    let cubic = |v0: f32x8, o0: f32x8, v1: f32x8, i1: f32x8| {
+        mul_add(i1, h11, mul_add(v1, h01, mul_add(o0, h10, mul(v0, h00))))
+    };
+    let vec3 = |f: fn(&SoaTransform) -> &[f32x8; 3], bit: u8| -> [f32x8; 3] {
+        let (v0, o0, v1, i1) = (f(k0), f(out0), f(k1), f(in1));
+        if animated & bit != 0 {
+            std::array::from_fn(|c| cubic(v0[c], o0[c], v1[c], i1[c]))
+        } else {
+            *v0
+        }
+    };
+    let (q0, o0, q1, i1) = (&k0.rotation, &out0.rotation, &k1.rotation, &in1.rotation);
+    let q: [f32x8; 4] = std::array::from_fn(|c| cubic(q0[c], o0[c], q1[c], i1[c]));
+    let len_sq = dot4(&q, &q);
+    let ok = len_sq.simd_ge(f32x8::splat(f32::MIN_POSITIVE)) & len_sq.is_finite() & tracked;
+    let inv = inv_sqrt(len_sq);
+    SoaTransform {
+        translation: vec3(|t| &t.translation, ANIMATES_TRANSLATION),
+        rotation: std::array::from_fn(|c| ok.select(mul(q[c], inv), q0[c])),
+        scale: vec3(|t| &t.scale, ANIMATES_SCALE),
+    }
+}
+
 /// The weighted sum of one override layer's animations, lane by lane
 /// ([`LayerSum`](crate::math::LayerSum) with a weight per lane).
 #[derive(Clone, Copy, Debug)]
