@@ -15,8 +15,8 @@
 //! of two paths chosen from its animations alone. Unmasked overrides on one layer over clips
 //! with a shared time grid ([`crate::asset::KeyGrid`]) take one weighted sum of key rows per
 //! block (`crate::math::soa::blend_block`). Anything else (several layers, masks, additive
-//! layers, STEP, Hermite, per-track key times) samples each animation's block, from its grid
-//! rows or bone by bone for a clip without a grid, and blends the blocks by the accumulator's
+//! layers, Hermite grids, STEP, per-track key times) samples each animation's block, from its
+//! grid rows or bone by bone for a clip without a grid, and blends the blocks by the accumulator's
 //! rules lane by lane (`crate::math::soa::layers`; a mask is a weight per lane). Both compute
 //! what the per-bone reference [`sample_blend_bone`] computes, to about 1e-7 (see
 //! `crate::math::soa` for where and why the last bits differ; tested to 1e-6).
@@ -246,8 +246,8 @@ fn layered_entity(
 }
 
 /// One animation's pose for block `b` (bones `8b ..`): its key grid's rows when the clip has a
-/// grid of the rig's block count, else each bone sampled on its own channels (STEP, Hermite,
-/// per-track key times). `spans` starts at the animation's first span.
+/// grid of the rig's block count, else each bone sampled on its own channels (STEP, mixed
+/// interpolations, per-track key times). `spans` starts at the animation's first span.
 #[inline(always)]
 fn sample_animation_block(
     a: &AnimationToProcess,

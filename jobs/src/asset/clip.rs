@@ -514,8 +514,8 @@ pub struct ClipEvent {
 /// Layout for the sampler: key times live in shared [`Timeline`]s; values are structure of
 /// arrays per type (`Vec3` translations and scales, `Quat` rotations, `f32` curves), each
 /// channel's keys contiguous, tangents in parallel arrays only for Hermite channels. A clip
-/// whose bone channels are all LINEAR on one timeline also carries a [`KeyGrid`] (the same
-/// keys key-major in 8-bone SoA blocks) for the sampling job's SoA path.
+/// whose bone channels are all LINEAR, or all Hermite, on one timeline also carries a
+/// [`KeyGrid`] (the same keys key-major in 8-bone SoA blocks) for the sampling job's SoA path.
 #[derive(Clone, Debug)]
 pub struct Clip {
     name: String,
@@ -1102,7 +1102,8 @@ impl Clip {
     }
 
     /// The shared-time-grid layout, when the SoA sampler can use it: every bone channel is
-    /// LINEAR on one timeline (rotations slerped or nlerped as [`Clip::linear_rotation`] says).
+    /// LINEAR on one timeline (rotations slerped or nlerped as [`Clip::linear_rotation`] says),
+    /// or every one Hermite on one.
     #[inline]
     pub fn grid(&self) -> Option<&KeyGrid> {
         self.grid.as_ref()
