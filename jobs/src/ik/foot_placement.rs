@@ -188,6 +188,8 @@ fn leg_params(leg: &Leg, target: Vec3, weight: f32) -> TwoBoneParams {
     }
 }
 
+/// The bones (each leg a chain under the pelvis), then the values ([`check_values`]). A knee
+/// axis is checked before the leg's chain, so that a bad one is named as the knee axis.
 fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError> {
     check_bone(p.pelvis, parents.len())?;
     for leg in &p.legs {
@@ -196,23 +198,8 @@ fn check_placement(parents: &[u32], p: &FootPlacement) -> Result<(), StageError>
             check_direction("knee axis", axis)?;
         }
         check_two_bone(parents, &leg_params(leg, Vec3::ZERO, p.weight))?;
-        if !(leg.ankle_height.is_finite() && leg.ankle_height >= 0.0) {
-            return Err(StageError::OutOfRange {
-                what: "ankle height",
-                value: leg.ankle_height,
-                range: "[0, ∞)",
-            });
-        }
     }
-    check_unit_range("weight", p.weight)?;
-    if !(0.0..=std::f32::consts::FRAC_PI_2).contains(&p.max_tilt) {
-        return Err(StageError::OutOfRange {
-            what: "max tilt",
-            value: p.max_tilt,
-            range: "[0, π/2]",
-        });
-    }
-    Ok(())
+    check_values(p)
 }
 
 /// The solve; inputs checked.
@@ -375,8 +362,8 @@ impl<G: GroundQuery + 'static> PoseStage for FootPlacementStage<G> {
     }
 }
 
-/// What [`check_placement`] checks beyond the rig and the bones (for an entity whose bones and
-/// rig passed it), in the same order.
+/// What [`check_placement`] checks beyond the rig and the bones: knee axes, weight, ankle
+/// heights and the tilt bound (alone for an entity whose bones and rig passed it).
 fn check_values(p: &FootPlacement) -> Result<(), StageError> {
     for leg in &p.legs {
         if let Some(axis) = leg.knee_axis {
