@@ -604,31 +604,16 @@ impl CrowdRenderer {
             ],
         });
         let [r, g, b, a] = s.clear;
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-            label: Some("crowd"),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view: &self.color_view,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: wgpu::LoadOp::Clear(wgpu::Color { r, g, b, a }),
-                    store: wgpu::StoreOp::Store,
-                },
-            })],
-            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: &self.depth_view,
-                depth_ops: Some(wgpu::Operations {
-                    load: wgpu::LoadOp::Clear(1.0),
-                    // Kept, so that another renderer can draw into the same target after this
-                    // pass (the baked crowd of `crowd --lod`).
-                    store: wgpu::StoreOp::Store,
-                }),
-                stencil_ops: None,
-            }),
+        // The depth is kept, so that another renderer can draw into the same target after this
+        // pass (the baked crowd of `crowd --lod`, the viewer's ground).
+        let mut pass = begin_target_pass(
+            encoder,
+            "crowd",
+            [&self.color_view, &self.depth_view],
+            Some(wgpu::Color { r, g, b, a }),
+            true,
             timestamp_writes,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
+        );
         if self.instance_count == 0 {
             return;
         }
@@ -882,6 +867,64 @@ pub(crate) trait PaletteFrame {
     }
 }
 
+/// The depth test of every pass over the crowd targets: [`DEPTH_FORMAT`], written, `Less`. A
+/// pipeline that draws into [`CrowdRenderer::depth_view`] after the crowd takes it.
+pub fn depth_test() -> wgpu::DepthStencilState {
+    wgpu::DepthStencilState {
+        format: DEPTH_FORMAT,
+        depth_write_enabled: Some(true),
+        depth_compare: Some(wgpu::CompareFunction::Less),
+        stencil: wgpu::StencilState::default(),
+        bias: wgpu::DepthBiasState::default(),
+    }
+}
+
+/// Starts a pass over a colour and a depth target: cleared (`clear`: the colour; depth to the
+/// far plane) or loading what an earlier pass drew (`None`), the colour stored, the depth
+/// stored where `keep_depth` (for a pass after this one) and discarded otherwise. The crowd
+/// renderers begin their passes with it, and so can a pass that draws over theirs.
+pub fn begin_target_pass<'e>(
+    encoder: &'e mut wgpu::CommandEncoder,
+    label: &str,
+    [color, depth]: [&wgpu::TextureView; 2],
+    clear: Option<wgpu::Color>,
+    keep_depth: bool,
+    timestamp_writes: Option<wgpu::RenderPassTimestampWrites<'_>>,
+) -> wgpu::RenderPass<'e> {
+    let (color_load, depth_load) = match clear {
+        Some(c) => (wgpu::LoadOp::Clear(c), wgpu::LoadOp::Clear(1.0)),
+        None => (wgpu::LoadOp::Load, wgpu::LoadOp::Load),
+    };
+    let depth_store = if keep_depth {
+        wgpu::StoreOp::Store
+    } else {
+        wgpu::StoreOp::Discard
+    };
+    encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+        label: Some(label),
+        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+            view: color,
+            depth_slice: None,
+            resolve_target: None,
+            ops: wgpu::Operations {
+                load: color_load,
+                store: wgpu::StoreOp::Store,
+            },
+        })],
+        depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+            view: depth,
+            depth_ops: Some(wgpu::Operations {
+                load: depth_load,
+                store: depth_store,
+            }),
+            stencil_ops: None,
+        }),
+        timestamp_writes,
+        occlusion_query_set: None,
+        multiview_mask: None,
+    })
+}
+
 /// The render pipeline both instanced crowd renderers use ([`CrowdRenderer`] and
 /// [`crate::baked::BakedRenderer`]): `vs_main`/`fs_main` of `module`, one per-vertex and one
 /// per-instance buffer (`(stride, attributes)` each), triangle lists with back faces culled,
@@ -923,13 +966,7 @@ pub(crate) fn instanced_mesh_pipeline(
             cull_mode: Some(wgpu::Face::Back),
             ..Default::default()
         },
-        depth_stencil: Some(wgpu::DepthStencilState {
-            format: DEPTH_FORMAT,
-            depth_write_enabled: Some(true),
-            depth_compare: Some(wgpu::CompareFunction::Less),
-            stencil: wgpu::StencilState::default(),
-            bias: wgpu::DepthBiasState::default(),
-        }),
+        depth_stencil: Some(depth_test()),
         multisample: wgpu::MultisampleState::default(),
         fragment: Some(wgpu::FragmentState {
             module,

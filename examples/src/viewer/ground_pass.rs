@@ -10,7 +10,7 @@
 
 use glam::{Mat4, Vec3};
 use sinew_gpu::context::GpuContext;
-use sinew_gpu::render::{COLOR_FORMAT, DEPTH_FORMAT};
+use sinew_gpu::render::{self, COLOR_FORMAT, DEPTH_FORMAT};
 use sinew_jobs::ik::GroundQuery;
 use wgpu::util::DeviceExt;
 
@@ -114,13 +114,7 @@ impl GroundPass {
             },
             // Seen from below too (a fly camera under the ground).
             primitive: wgpu::PrimitiveState::default(),
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: DEPTH_FORMAT,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::Less),
-                stencil: wgpu::StencilState::default(),
-                bias: wgpu::DepthBiasState::default(),
-            }),
+            depth_stencil: Some(render::depth_test()),
             multisample: wgpu::MultisampleState::default(),
             fragment: Some(wgpu::FragmentState {
                 module: &module,
@@ -289,36 +283,9 @@ impl GroundPass {
         };
         ctx.queue
             .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&u));
-        let (color_load, depth_load) = match clear {
-            Some([r, g, b]) => (
-                wgpu::LoadOp::Clear(wgpu::Color { r, g, b, a: 1.0 }),
-                wgpu::LoadOp::Clear(1.0),
-            ),
-            None => (wgpu::LoadOp::Load, wgpu::LoadOp::Load),
-        };
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-            label: Some("viewer ground"),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view: color,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: color_load,
-                    store: wgpu::StoreOp::Store,
-                },
-            })],
-            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: depth,
-                depth_ops: Some(wgpu::Operations {
-                    load: depth_load,
-                    store: wgpu::StoreOp::Store,
-                }),
-                stencil_ops: None,
-            }),
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
+        let clear = clear.map(|[r, g, b]| wgpu::Color { r, g, b, a: 1.0 });
+        let mut pass =
+            render::begin_target_pass(encoder, "viewer ground", [color, depth], clear, true, None);
         if let Some((vertices, _)) = &self.mesh {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &self.bind, &[]);

@@ -357,44 +357,21 @@ impl BakedRenderer {
         clear: bool,
         timestamp_writes: Option<wgpu::RenderPassTimestampWrites<'_>>,
     ) {
-        let (color_load, depth_load, depth_store) = if clear {
-            let sky = wgpu::Color {
-                r: 0.55,
-                g: 0.65,
-                b: 0.75,
-                a: 1.0,
-            };
-            (
-                wgpu::LoadOp::Clear(sky),
-                wgpu::LoadOp::Clear(1.0),
-                wgpu::StoreOp::Discard,
-            )
-        } else {
-            (wgpu::LoadOp::Load, wgpu::LoadOp::Load, wgpu::StoreOp::Store)
+        let sky = wgpu::Color {
+            r: 0.55,
+            g: 0.65,
+            b: 0.75,
+            a: 1.0,
         };
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-            label: Some("baked crowd"),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view: color,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: color_load,
-                    store: wgpu::StoreOp::Store,
-                },
-            })],
-            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: depth,
-                depth_ops: Some(wgpu::Operations {
-                    load: depth_load,
-                    store: depth_store,
-                }),
-                stencil_ops: None,
-            }),
+        // Its own cleared pass is the last (depth discarded); over another's, depth is kept.
+        let mut pass = crate::render::begin_target_pass(
+            encoder,
+            "baked crowd",
+            [color, depth],
+            clear.then_some(sky),
+            !clear,
             timestamp_writes,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
+        );
         if let Some(inst) = &self.instances
             && self.instance_count > 0
         {
