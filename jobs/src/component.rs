@@ -93,10 +93,13 @@ impl AnimationToProcess {
         self.looping = Some(looping);
         self
     }
+    /// Whether this animation loops: its own flag where it sets one, else its clip's.
+    pub fn plays_looping(&self) -> bool {
+        self.looping.unwrap_or(self.clip.looping())
+    }
     /// The clip time this animation samples at its current time.
     pub fn clip_time(&self) -> f32 {
-        self.clip
-            .wrap_time_as(self.time, self.looping.unwrap_or(self.clip.looping()))
+        self.clip.wrap_time_as(self.time, self.plays_looping())
     }
     /// Sets the mask.
     pub fn mask(mut self, mask: Arc<AvatarMask>) -> Self {

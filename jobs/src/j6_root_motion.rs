@@ -314,8 +314,8 @@ fn extract(
             continue;
         }
         let (start, end) = clip_ends(&a.clip, bone, a.clip.root_ends(root));
-        // The animation's own loop flag, as job 4 samples it.
-        let looping = a.looping.unwrap_or(a.clip.looping());
+        // Wrapped as job 4 samples it (`AnimationToProcess::clip_time`).
+        let looping = a.plays_looping();
         let now = RootSample::at(&a.clip, bone, a.time, looping);
         let previous = RootSample::at(&a.clip, bone, a.previous_time, looping);
         let delta = previous.delta_to(&now, start, end);
