@@ -58,18 +58,24 @@ impl UserCurvesJob<'_> {
                 out.0.clear();
                 for (k, a) in anims.iter().enumerate() {
                     let w = effective_weight(a, &lw);
-                    fire_events(&a.clip, a.previous_time, a.time, |time, ev_index| {
-                        if let Some(ev) = a.clip.events().get(ev_index) {
-                            out.0.push(FiredEvent {
-                                name: ev.hash,
-                                time,
-                                payload: ev.payload,
-                                animation: k as u16,
-                                weight: w,
-                                source: EventSource::Clip,
-                            });
-                        }
-                    });
+                    fire_events(
+                        &a.clip,
+                        a.plays_looping(),
+                        a.previous_time,
+                        a.time,
+                        |time, ev_index| {
+                            if let Some(ev) = a.clip.events().get(ev_index) {
+                                out.0.push(FiredEvent {
+                                    name: ev.hash,
+                                    time,
+                                    payload: ev.payload,
+                                    animation: k as u16,
+                                    weight: w,
+                                    source: EventSource::Clip,
+                                });
+                            }
+                        },
+                    );
                 }
             }
         }
@@ -102,15 +108,24 @@ fn blend_curves(anims: &[AnimationToProcess], lw: &LayerWeights, out: &mut Curve
 
 /// Calls `fire(clip_time, event_index)` for every event whose time playback passed going from
 /// `previous` to `current` (unwrapped playback times): the half-open interval
-/// `(previous, current]` forward, `[current, previous)` backward, every loop counted for
-/// looping clips (at most [`MAX_PASSES_PER_EVENT`] per event), clamped for the others.
-pub fn fire_events(clip: &Clip, previous: f32, current: f32, mut fire: impl FnMut(f32, usize)) {
+/// `(previous, current]` forward, `[current, previous)` backward, every loop counted where
+/// playback loops (`looping`: the animation's [`plays_looping`]; at most
+/// [`MAX_PASSES_PER_EVENT`] per event), clamped to the clip otherwise.
+///
+/// [`plays_looping`]: crate::component::AnimationToProcess::plays_looping
+pub fn fire_events(
+    clip: &Clip,
+    looping: bool,
+    previous: f32,
+    current: f32,
+    mut fire: impl FnMut(f32, usize),
+) {
     if previous == current || clip.events().is_empty() {
         return;
     }
     let d = clip.duration();
     let forward = current > previous;
-    if clip.looping() && d > 0.0 {
+    if looping && d > 0.0 {
         let (p, c, dd) = (f64::from(previous), f64::from(current), f64::from(d));
         for (i, ev) in clip.events().iter().enumerate() {
             let e = f64::from(ev.time);

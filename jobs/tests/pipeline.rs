@@ -564,6 +564,47 @@ fn events_fire_once_per_pass_forward_across_wraps_and_backward() {
     assert_eq!(back, vec![1.0, 2.0]);
 }
 
+/// Events follow the animation's loop flag, as sampling does: the looping clip played once
+/// fires each event once and nothing past its end; a clip baked not to loop, played looping,
+/// fires every pass.
+#[test]
+fn events_follow_the_animations_loop_flag() {
+    let rig = Arc::new(arm_rig());
+    let steps = |looping: bool| {
+        let event = |time: f32, payload: f32| RawEvent {
+            name: "step".into(),
+            time,
+            payload,
+        };
+        let raw = RawClip {
+            name: "steps".into(),
+            duration: Some(1.0),
+            looping,
+            events: vec![event(0.25, 1.0), event(0.75, 2.0)],
+            ..Default::default()
+        };
+        Arc::new(raw.bake(&rig).unwrap())
+    };
+    for (clip, flag, want) in [
+        (steps(true), false, vec![1.0, 2.0]),
+        (steps(false), true, vec![1.0, 2.0, 1.0, 2.0, 1.0]),
+    ] {
+        let mut store = Store::new();
+        let animation = AnimationToProcess::new(clip).looping(flag);
+        let e = store.spawn(animated(rig.clone(), vec![animation])).unwrap();
+        store.insert(e, FiredEvents::default()).unwrap();
+        let mut animator = Animator::new(&mut store).unwrap();
+        // 0.3 s steps to 2.4 s.
+        let mut fired = Vec::new();
+        for _ in 0..8 {
+            animator.run_frame(&mut store, 0.3).unwrap();
+            let events = &store.get::<FiredEvents>(e).unwrap().0;
+            fired.extend(events.iter().map(|f| f.payload));
+        }
+        assert_eq!(fired, want, "played looping: {flag}");
+    }
+}
+
 #[test]
 fn exposed_bone_entities_follow_their_bone_in_world_space() {
     let rig = Arc::new(arm_rig());
