@@ -125,8 +125,8 @@ impl Animator {
     pub fn run_frame(&mut self, store: &mut Store, dt: f32) -> Result<(), FrameError> {
         set_dt(store, dt);
         set_destination(store, PaletteDestination::Buffer);
-        set_clock_checked(store, self.clock_checks_bindings);
-        set_bone_table_read(store, self.bone_table_read);
+        set_resource(store, ClockCheckedBindings(self.clock_checks_bindings));
+        set_resource(store, BoneTableRead(self.bone_table_read));
         let r = self.graph.run(store);
         store.advance_frame();
         r
@@ -152,8 +152,8 @@ impl Animator {
     ) -> Result<(), FrameError> {
         set_dt(store, dt);
         set_destination(store, PaletteDestination::Lent);
-        set_clock_checked(store, self.clock_checks_bindings);
-        set_bone_table_read(store, self.bone_table_read);
+        set_resource(store, ClockCheckedBindings(self.clock_checks_bindings));
+        set_resource(store, BoneTableRead(self.bone_table_read));
         let graph = &mut self.graph;
         let r = store.with_scoped_slice(palette, |store| graph.run(store));
         store.advance_frame();
@@ -180,7 +180,7 @@ impl Animator {
     /// [`FrameError`] naming the job that rejected its inputs (a clip for another rig, say).
     pub fn layout<'s>(&mut self, store: &'s mut Store) -> Result<FrameLayout<'s>, FrameError> {
         // No clock runs here: job 1 checks the bindings itself.
-        set_clock_checked(store, false);
+        set_resource(store, ClockCheckedBindings(false));
         self.layout.run(store)?;
         Ok(FrameLayout { store })
     }
@@ -219,11 +219,13 @@ impl Animator {
     }
 }
 
-fn set_bone_table_read(store: &mut Store, read: bool) {
-    match store.resource_mut::<BoneTableRead>() {
-        Ok(r) => r.0 = read,
+/// Sets resource `R` in place, inserting it the first time (it is set every frame: no
+/// allocation once it is there).
+fn set_resource<R: sinew_runtime::store::Component>(store: &mut Store, value: R) {
+    match store.resource_mut::<R>() {
+        Ok(r) => *r = value,
         Err(_) => {
-            store.insert_resource(BoneTableRead(read));
+            store.insert_resource(value);
         }
     }
 }
@@ -233,15 +235,6 @@ fn bone_table_read(graph: &Graph, nodes: &PipelineNodes) -> bool {
     graph.node_ids().any(|id| {
         id != nodes.per_bone_info && graph.access(id).is_some_and(|a| a.reads::<BoneTable>())
     })
-}
-
-fn set_clock_checked(store: &mut Store, checked: bool) {
-    match store.resource_mut::<ClockCheckedBindings>() {
-        Ok(c) => c.0 = checked,
-        Err(_) => {
-            store.insert_resource(ClockCheckedBindings(checked));
-        }
-    }
 }
 
 /// Whether the clock node's binding checks (clip, mask and skin rigs, finite values, layers)
