@@ -174,13 +174,41 @@ pub fn camera_eye(grid: usize, spacing: f32) -> Vec3 {
     center + Vec3::new(0.35, 0.45, -0.8).normalize() * extent * 0.9
 }
 
+/// `count` members of the built-in character's reference crowd on a grid of `columns`, `step`
+/// metres apart in x and z (the tests' crowds over the waves).
+#[cfg(test)]
+pub(crate) fn spawn_test_crowd(
+    character: &sinew_fixtures::builtin::BakedCharacter,
+    store: &mut Store,
+    count: usize,
+    columns: usize,
+    step: (f32, f32),
+) -> Vec<Entity> {
+    let member = |i: usize| {
+        let mut m = character.crowd_member(i);
+        let at = Vec3::new(
+            (i % columns) as f32 * step.0,
+            0.0,
+            (i / columns) as f32 * step.1,
+        );
+        m.6 = sinew_jobs::component::EntityTransform(
+            sinew_jobs::asset::Transform::from_translation(at),
+        );
+        m
+    };
+    match store.spawn_batch((0..count).map(member)) {
+        Ok(entities) => entities,
+        Err(e) => panic!("spawning the test crowd: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // tests unwrap: a failure is the test failing
     use super::*;
     use sinew_fixtures::builtin;
     use sinew_jobs::animator::Animator;
-    use sinew_jobs::asset::{AssetRegistry, Transform};
+    use sinew_jobs::asset::AssetRegistry;
     use sinew_jobs::component::{EntityTransform, FrameSlot};
     use sinew_jobs::frame::ModelPoses;
     use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
@@ -201,14 +229,7 @@ mod tests {
         };
         let crowd = |with_stages: bool| {
             let mut store = Store::new();
-            let entities = store
-                .spawn_batch((0..24).map(|i| {
-                    let mut m = c.crowd_member(i);
-                    let at = Vec3::new((i % 6) as f32 * 1.7, 0.0, (i / 6) as f32 * 1.9);
-                    m.6 = EntityTransform(Transform::from_translation(at));
-                    m
-                }))
-                .unwrap();
+            let entities = spawn_test_crowd(&c, &mut store, 24, 6, (1.7, 1.9));
             let stages = if with_stages {
                 for &e in &entities {
                     procedural.equip(&mut store, e).unwrap();

@@ -85,7 +85,7 @@ impl PoseStage for InspectStage {
 mod tests {
     #![allow(clippy::unwrap_used)] // tests unwrap: a failure is the test failing
     use super::*;
-    use crate::ground::{Procedural, stages, stages_after};
+    use crate::ground::{Procedural, spawn_test_crowd, stages, stages_after};
     use glam::Vec3;
     use sinew_fixtures::builtin;
     use sinew_jobs::animator::Animator;
@@ -112,14 +112,7 @@ mod tests {
         // (with the stages, with the inspect stage) → store, entities, animator, report slot
         let crowd = |with_stages: bool, inspect: bool| {
             let mut store = Store::new();
-            let entities = store
-                .spawn_batch((0..12).map(|i| {
-                    let mut m = c.crowd_member(i);
-                    let at = Vec3::new((i % 4) as f32 * 2.0, 0.0, (i / 4) as f32 * 2.0);
-                    m.6 = EntityTransform(Transform::from_translation(at));
-                    m
-                }))
-                .unwrap();
+            let entities = spawn_test_crowd(&c, &mut store, 12, 4, (2.0, 2.0));
             let (stage, slot) = InspectStage::new();
             let stages = match (with_stages, inspect) {
                 (false, _) => PoseStages::new(),
