@@ -5,10 +5,12 @@ use crate::asset::{Rig, SkinnedMesh};
 use crate::component::{FrameSlot, RigRef, SkinRef};
 use crate::error::{JobError, check_len};
 use crate::j8_remap_cache::{RemapCache, RemapTable};
+use crate::math::soa::{LaneAffine, mul_lanes_by};
 use crate::math::{mul_affine, palette_3x4};
 use glam::Affine3A;
 use sinew_runtime::store::Entity;
 use std::sync::Arc;
+use wide::f32x8;
 
 /// Palettes over one run of entities. `palette` is the run's piece of the palette slice,
 /// starting at entry `palette_base`; `model` is the whole flat model buffer.
@@ -217,11 +219,88 @@ pub fn skin_one(
     }
 }
 
+/// [`skin_one`] without `entityToRoot` for up to `LANES` entities of one rig and mesh,
+/// entity `e` in lane `e` of `model` (as [`propagate_lanes`](crate::j7_propagate::propagate_lanes)
+/// leaves it) writing `out[e]`: each mesh bone's product is one [`mul_lanes_by`] for the group,
+/// its lanes then turned into each entity's 12 floats (an 8 × 8 transpose and a 4 × 8 one).
+/// Each entity's entries are bit for bit [`skin_one`]'s: the same operations on the same
+/// values, and the 12 floats in [`palette_3x4`]'s order.
+#[inline]
+pub(crate) fn skin_lanes(
+    model: &[LaneAffine],
+    inverse_binds: &[Affine3A],
+    table: &RemapTable,
+    out: &mut [&mut [[f32; 12]]],
+) {
+    let mut identity = [0.0; 12];
+    palette_3x4(&Affine3A::IDENTITY, &mut identity);
+    let bones = table.mesh_to_rig.iter().zip(inverse_binds).enumerate();
+    for (j, (&r, ib)) in bones {
+        let Some(bone) = model.get(r as usize) else {
+            // NO_RIG_BONE (or a table from another rig, which validate() refuses).
+            for o in out.iter_mut() {
+                if let Some(entry) = o.get_mut(j) {
+                    *entry = identity;
+                }
+            }
+            continue;
+        };
+        let elements = ib.to_cols_array();
+        let m = mul_lanes_by(bone, |k| f32x8::splat(elements[k]));
+        let z = f32x8::ZERO;
+        let first = f32x8::transpose([m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]]);
+        let last = f32x8::transpose([m[8], m[9], m[10], m[11], z, z, z, z]);
+        for ((o, first), last) in out.iter_mut().zip(first).zip(last) {
+            if let Some(entry) = o.get_mut(j) {
+                let (head, tail) = entry.split_at_mut(8);
+                head.copy_from_slice(&first.to_array());
+                tail.copy_from_slice(&last.to_array()[..4]);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::j8_remap_cache::NO_RIG_BONE;
     use glam::{Quat, Vec3};
+
+    #[test]
+    fn lane_groups_give_each_entity_its_own_palette_bit_for_bit() {
+        use crate::math::soa::LANES;
+        // 13 rig bones, 11 mesh bones reordered, two without a rig bone; a different model per
+        // lane (entity).
+        let mesh_to_rig = vec![12, 0, NO_RIG_BONE, 5, 7, 1, 2, 3, NO_RIG_BONE, 11, 9];
+        let table = RemapTable {
+            mesh_to_rig,
+            missing: 2,
+        };
+        let binds: Vec<Affine3A> = (0..11).map(|i| affine(20 + i).inverse()).collect();
+        let model = |e: usize| -> Vec<Affine3A> { (0..13).map(|i| affine(3 * i + e)).collect() };
+        for count in 1..=LANES {
+            let lanes: Vec<LaneAffine> = (0..13)
+                .map(|i| {
+                    std::array::from_fn(|k| {
+                        f32x8::from(std::array::from_fn::<f32, 8, _>(|e| {
+                            model(e)[i].to_cols_array()[k]
+                        }))
+                    })
+                })
+                .collect();
+            let mut got = vec![vec![[f32::NAN; 12]; 11]; count];
+            let mut outs: Vec<&mut [[f32; 12]]> = got.iter_mut().map(Vec::as_mut_slice).collect();
+            skin_lanes(&lanes, &binds, &table, &mut outs);
+            for (e, got) in got.iter().enumerate() {
+                let mut want = vec![[0.0; 12]; 11];
+                skin_one(&model(e), &binds, &table, None, &mut want);
+                let bits = |p: &[[f32; 12]]| -> Vec<u32> {
+                    p.iter().flatten().map(|x| x.to_bits()).collect()
+                };
+                assert_eq!(bits(got), bits(&want), "entity {e} of {count}");
+            }
+        }
+    }
 
     fn affine(i: usize) -> Affine3A {
         let f = i as f32;

@@ -29,10 +29,10 @@ use crate::error::{JobError, check_len};
 use crate::frame::PaletteEntry;
 use crate::j4_sample_blend::{EntitySampling, resolve_spans, sample_blend_entity_soa};
 use crate::j6_root_motion::{has_root_motion, root_motion_one};
-use crate::j7_propagate::propagate_soa;
+use crate::j7_propagate::{propagate_lanes, propagate_soa};
 use crate::j8_remap_cache::RemapCache;
-use crate::j9_skinning::{TableLookup, check_range, check_skin, skin_entity};
-use crate::math::soa::{LANES, SoaTransform};
+use crate::j9_skinning::{TableLookup, check_range, check_skin, skin_entity, skin_lanes};
+use crate::math::soa::{LANES, LaneAffine, SoaTransform};
 use crate::pose_stage::{
     ChunkStage, LocalPose, LocalPoseMut, LocalStagePose, STAGE_GROUP, StagePoint, StagePose,
 };
@@ -41,6 +41,7 @@ use glam::Affine3A;
 use sinew_runtime::store::Entity;
 use std::ops::Range;
 use std::sync::Arc;
+use wide::f32x8;
 
 /// Per-worker buffers of the fused chain, reused from entity to entity and frame to frame
 /// (sized by the largest entity, or stage group, seen).
@@ -49,6 +50,8 @@ pub struct ChainScratch {
     spans: Vec<KeySpan>,
     local: Vec<SoaTransform>,
     model: Vec<Affine3A>,
+    /// A lane group's model matrices (see [`PoseChainJob::run_lanes`]).
+    lanes: Vec<LaneAffine>,
     /// A group's [`StagePose`]s (reset per group).
     poses: Bump,
 }
@@ -235,7 +238,14 @@ impl PoseChainJob<'_> {
             }
             return;
         }
-        for i in 0..n {
+        let mut i = 0;
+        while i < n {
+            let group = self.lane_group(i, n);
+            if group.len() > 1 {
+                i = group.end;
+                self.run_lanes::<STAGES>(group, scratch, &mut tables, &mut fallback_cursors);
+                continue;
+            }
             let (rig, slot) = (&*self.rigs[i].0, self.slots[i]);
             let bones = rig.bone_count();
             let blocks = bones.div_ceil(LANES);
@@ -272,7 +282,99 @@ impl PoseChainJob<'_> {
                 &mut tables,
                 model,
             );
+            i += 1;
         }
+    }
+
+    /// The entities from `first` (before `n`) that jobs 7 and 9 can run as one lane group
+    /// ([`Self::run_lanes`]): up to [`LANES`] in a row with the same rig and the same mesh,
+    /// skinned in entity space, when model matrices are not kept. A group of one runs alone.
+    fn lane_group(&self, first: usize, n: usize) -> Range<usize> {
+        let alone = first..first + 1;
+        let Some(skins) = self.skins else {
+            return alone;
+        };
+        if self.model.is_some() {
+            return alone;
+        }
+        let (Some(rig), Some(skin)) = (self.rigs.get(first), skins.get(first)) else {
+            return alone;
+        };
+        let joins = |i: usize| match (self.rigs.get(i), skins.get(i)) {
+            (Some(r), Some(s)) => {
+                Arc::ptr_eq(&r.0, &rig.0)
+                    && Arc::ptr_eq(&s.mesh, &skin.mesh)
+                    && s.root_bone.is_none()
+            }
+            _ => false,
+        };
+        if !joins(first) {
+            return alone;
+        }
+        let end = (first + 1..n.min(first + LANES))
+            .find(|&i| !joins(i))
+            .unwrap_or(n.min(first + LANES));
+        first..end
+    }
+
+    /// Jobs 4 and 6 for each entity of `group` (a [`Self::lane_group`]), then jobs 7 and 9 for
+    /// the group at once, one entity per lane ([`propagate_lanes`], [`skin_lanes`]): the same
+    /// palettes, bit for bit, as the entities run one by one.
+    fn run_lanes<const STAGES: bool>(
+        &mut self,
+        group: Range<usize>,
+        scratch: &mut ChainScratch,
+        tables: &mut TableLookup<'_>,
+        fallback_cursors: &mut SamplingCursors,
+    ) {
+        let rig = Arc::clone(&self.rigs[group.start].0);
+        let bones = rig.bone_count();
+        let blocks = bones.div_ceil(LANES);
+        let size = group.len() * blocks;
+        if scratch.local.len() < size {
+            scratch.local.resize(size, SoaTransform::default());
+        }
+        if scratch.lanes.len() < bones {
+            scratch.lanes.resize(bones, [f32x8::ZERO; 12]);
+        }
+        for (local, i) in scratch.local.chunks_mut(blocks).zip(group.clone()) {
+            self.local_pose::<STAGES>(i, &mut scratch.spans, fallback_cursors, local);
+        }
+        let mut locals: [&[SoaTransform]; LANES] = [&[]; LANES];
+        for (l, local) in locals.iter_mut().zip(scratch.local.chunks(blocks)) {
+            *l = local;
+        }
+        let model = &mut scratch.lanes[..bones];
+        propagate_lanes(rig.parent_indices(), &locals[..group.len()], model);
+
+        let Some(skin) = self.skins.and_then(|s| s.get(group.start)) else {
+            return;
+        };
+        let Some(table) = tables.get(&rig, &skin.mesh) else {
+            return;
+        };
+        // Each entity's palette piece, cut in order out of the run's (validate() checked that
+        // they lie inside it; their offsets increase with the rows).
+        let mut outs: [&mut [PaletteEntry]; LANES] = Default::default();
+        let (mut rest, mut at) = (&mut *self.palette, 0usize);
+        for (out, slot) in outs.iter_mut().zip(&self.slots[group.clone()]) {
+            let start = slot.palette_offset.wrapping_sub(self.palette_base) as usize;
+            let count = slot.palette_count as usize;
+            let Some(skip) = start.checked_sub(at) else {
+                break;
+            };
+            if skip.saturating_add(count) > rest.len() {
+                break;
+            }
+            let (mine, tail) = std::mem::take(&mut rest)[skip..].split_at_mut(count);
+            (*out, rest, at) = (mine, tail, start + count);
+        }
+        skin_lanes(
+            model,
+            skin.mesh.inverse_binds(),
+            table,
+            &mut outs[..group.len()],
+        );
     }
 
     /// Jobs 4, 6, 7 for the run's entities `group` (at most [`STAGE_GROUP`]), into the

@@ -1110,3 +1110,94 @@ fn a_local_stage_checks_every_entity_before_the_frame_moves() {
         "{err}"
     );
 }
+
+#[test]
+fn palettes_do_not_depend_on_how_a_crowd_of_mixed_rigs_and_meshes_falls_into_lane_groups() {
+    // The fused chain runs jobs 7 and 9 for up to eight entities in a row with one rig and one
+    // mesh at once (one entity per SIMD lane); any other entity runs alone. Two rigs of equal
+    // content but distinct assets, two meshes (the second lists the bones in rig order with
+    // other binds), and skins with a root bone (never grouped) are interleaved in one store
+    // chunk. Grain 1 (every entity alone) and the staged pipeline (jobs 7 and 9 entity by
+    // entity) are the references, bit for bit.
+    let rigs = [Arc::new(arm_rig()), Arc::new(arm_rig())];
+    let (bend, lift) = (Arc::new(bend(&rigs[0])), Arc::new(lift(&rigs[0])));
+    let in_rig_order = RawSkinnedMesh {
+        name: "arm mesh in rig order".into(),
+        bones: ["root", "elbow", "tip"]
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| (b.into(), Mat4::from_translation(-0.9 * i as f32 * Vec3::Y)))
+            .collect(),
+        positions: vec![Vec3::new(0.0, 2.0, 0.0)],
+        normals: vec![],
+        influences: vec![RawVertexInfluences(vec![(2, 1.0)])],
+        indices: vec![],
+        ..Default::default()
+    }
+    .bake()
+    .unwrap();
+    let meshes = [Arc::new(arm_mesh()), Arc::new(in_rig_order)];
+    let run = |config: PipelineConfig, threads: usize| {
+        let mut store = Store::new();
+        let entities: Vec<Entity> = (0..60)
+            .map(|i| {
+                let t = 0.037 * i as f32;
+                let animations = vec![
+                    AnimationToProcess::new(bend.clone()).at(t % 1.0),
+                    AnimationToProcess::new(lift.clone())
+                        .at(1.0 - t % 1.0)
+                        .weight(0.5),
+                ];
+                let rig = rigs[usize::from(i % 9 == 4)].clone();
+                let e = store.spawn(animated(rig, animations)).unwrap();
+                let mut skin = SkinRef::new(meshes[usize::from(i % 7 == 3)].clone());
+                if i % 11 == 5 {
+                    skin.root_bone = Some(BoneIndex(1));
+                }
+                store.insert(e, skin).unwrap();
+                e
+            })
+            .collect();
+        let mut animator = Animator::with(&mut store, config, |_, _| {}).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| animator.run_frame(&mut store, 0.0))
+            .unwrap();
+        let palettes = animator.palettes(&store);
+        let bits: Vec<Vec<u32>> = entities
+            .iter()
+            .map(|&e| {
+                let slot = store.get::<FrameSlot>(e).unwrap();
+                let start = slot.palette_offset as usize;
+                let entries = &palettes[start..start + slot.palette_count as usize];
+                entries.iter().flatten().map(|x| x.to_bits()).collect()
+            })
+            .collect();
+        bits
+    };
+    let alone = run(
+        PipelineConfig {
+            grain: 1,
+            ..without_clocks()
+        },
+        1,
+    );
+    // The entities are posed differently (the references are not trivially equal).
+    assert_ne!(alone[0], alone[1]);
+    for threads in [1, 3] {
+        for grain in [2, 5, 16, 64] {
+            let config = PipelineConfig {
+                grain,
+                ..without_clocks()
+            };
+            assert_eq!(
+                run(config, threads),
+                alone,
+                "grain {grain}, {threads} threads"
+            );
+        }
+        assert_eq!(run(staged_without_clocks(), threads), alone, "staged");
+    }
+}

@@ -28,7 +28,7 @@ mod fabrik;
 mod foot_placement;
 mod lanes;
 #[cfg(test)]
-mod test_rig;
+pub(crate) mod test_rig;
 mod two_bone;
 
 pub use aim::{AimIkJob, AimResult, LookAt, LookAtStage, LookCone};

@@ -650,6 +650,12 @@ pub(crate) fn trs_to_affine4(t: &[Transform]) -> [Affine3A; 4] {
 /// [`mul_affine_by`](super::mul_affine_by) to broadcast from.
 #[inline(always)]
 pub(crate) fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
+    bytemuck::cast(soa_local_matrices(t))
+}
+
+/// [`soa_local_rows`] as vectors: element `k` of every lane's local matrix in vector `k`.
+#[inline(always)]
+pub(crate) fn soa_local_matrices(t: &SoaTransform) -> [f32x8; 12] {
     let [x, y, z, w] = t.rotation;
     let [sx, sy, sz] = t.scale;
     let (x2, y2, z2) = (x + x, y + y, z + z);
@@ -672,7 +678,44 @@ pub(crate) fn soa_local_rows(t: &SoaTransform) -> [[f32; LANES]; 12] {
         ty,
         tz,
     ];
-    bytemuck::cast(rows)
+    rows
+}
+
+/// Affine matrices of up to [`LANES`] entities, one per lane: vector `k` holds element `k`
+/// (`c0.x c0.y c0.z c1.x c1.y c1.z c2.x c2.y c2.z t.x t.y t.z`) of every lane's matrix. Jobs 7
+/// and 9 run a group of entities of one rig in this form (see `propagate_lanes`).
+pub(crate) type LaneAffine = [f32x8; 12];
+
+/// `a · b` for every lane, with `b` given element by element (`b(k)`, as
+/// [`LaneAffine`]'s order): the same operations in the same order as
+/// [`mul_affine_by`](super::mul_affine_by) on each lane (fused multiply-adds where the target
+/// has FMA, separate products and sums, grouped alike, where it has not), so each lane's result
+/// is bit for bit the scalar product's.
+#[inline(always)]
+pub(crate) fn mul_lanes_by(a: &LaneAffine, b: impl Fn(usize) -> f32x8) -> LaneAffine {
+    #[cfg(target_feature = "fma")]
+    let madd = |x: f32x8, y: f32x8, z: f32x8| x.mul_add(y, z);
+    #[cfg(not(target_feature = "fma"))]
+    let madd = |x: f32x8, y: f32x8, z: f32x8| x * y + z;
+    // Column `k / 3` of the product: a's columns weighted by b's elements k, k + 1, k + 2.
+    let column = |k: usize, add: [f32x8; 3]| {
+        let (b0, b1, b2) = (b(k), b(k + 1), b(k + 2));
+        [
+            madd(a[6], b2, madd(a[3], b1, madd(a[0], b0, add[0]))),
+            madd(a[7], b2, madd(a[4], b1, madd(a[1], b0, add[1]))),
+            madd(a[8], b2, madd(a[5], b1, madd(a[2], b0, add[2]))),
+        ]
+    };
+    let zero = [f32x8::ZERO; 3];
+    let [c0, c1, c2, t] = [
+        column(0, zero),
+        column(3, zero),
+        column(6, zero),
+        column(9, [a[9], a[10], a[11]]),
+    ];
+    [
+        c0[0], c0[1], c0[2], c1[0], c1[1], c1[2], c2[0], c2[1], c2[2], t[0], t[1], t[2],
+    ]
 }
 
 #[cfg(test)]
