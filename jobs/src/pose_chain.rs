@@ -590,13 +590,23 @@ impl PoseChainJob<'_> {
         (left, right)
     }
 
-    /// Runs in parallel: halves of the run (rayon `join`) down to at most `grain` entities
-    /// per task (0 is read as 1), each task with its worker thread's [`ChainScratch`]. Every entity is
+    /// Runs in parallel: halves of the run (rayon `join`, cut at the multiple of [`LANES`]
+    /// nearest the middle) down to at most `grain` entities per task (0 is read as 1), each
+    /// task with its worker thread's [`ChainScratch`]. Every entity is
     /// computed by one task from the same inputs, so the results do not depend on the
     /// number of threads.
     pub fn run_parallel(self, grain: usize) {
-        if self.entities.len() > grain.max(1) {
-            let mid = self.entities.len() / 2;
+        let len = self.entities.len();
+        if len > grain.max(1) {
+            // Halves cut at a multiple of LANES where the run is long enough, so that lane
+            // groups (jobs 7 and 9 for eight entities at once) stay full.
+            let half = len / 2;
+            let rounded = (half + LANES / 2) / LANES * LANES;
+            let mid = if rounded > 0 && rounded < len {
+                rounded
+            } else {
+                half
+            };
             let (left, right) = self.split_at(mid);
             rayon::join(|| left.run_parallel(grain), || right.run_parallel(grain));
             return;
