@@ -50,8 +50,10 @@ pub struct ChainScratch {
     spans: Vec<KeySpan>,
     local: Vec<SoaTransform>,
     model: Vec<Affine3A>,
-    /// A lane group's model matrices (see [`PoseChainJob::run_lanes`]).
+    /// A lane group's model matrices and, for a lent palette, its entries (see
+    /// [`PoseChainJob::run_lanes`]).
     lanes: Vec<LaneAffine>,
+    palettes: Vec<PaletteEntry>,
     /// A group's [`StagePose`]s (reset per group).
     poses: Bump,
 }
@@ -150,6 +152,11 @@ pub struct PoseChainJob<'a> {
     pub palette: &'a mut [PaletteEntry],
     /// Palette index of `palette[0]`.
     pub palette_base: u32,
+    /// Whether each entity's palette must be written in one ascending run: set for a lent
+    /// palette (a mapped GPU buffer may be write-combined memory, which partial cache lines
+    /// written out of order flush piecemeal). Lane groups then gather their entries in the
+    /// worker's scratch first.
+    pub sequential_palette_writes: bool,
     /// Frame time in seconds (root-motion velocity).
     pub dt: f32,
     /// The pose stages (none by default).
@@ -369,12 +376,28 @@ impl PoseChainJob<'_> {
             let (mine, tail) = std::mem::take(&mut rest)[skip..].split_at_mut(count);
             (*out, rest, at) = (mine, tail, start + count);
         }
-        skin_lanes(
-            model,
-            skin.mesh.inverse_binds(),
-            table,
-            &mut outs[..group.len()],
-        );
+        let (binds, outs) = (skin.mesh.inverse_binds(), &mut outs[..group.len()]);
+        if !self.sequential_palette_writes {
+            skin_lanes(model, binds, table, outs);
+            return;
+        }
+        // Into the scratch (which stays in cache), then each entity's palette in one ascending
+        // run: the eight palettes written bone by bone would be eight streams of partial cache
+        // lines, which write-combined (GPU-mapped) memory flushes piecemeal.
+        let sizes: [usize; LANES] = std::array::from_fn(|e| outs.get(e).map_or(0, |o| o.len()));
+        let staged: usize = sizes.iter().sum();
+        if scratch.palettes.len() < staged {
+            scratch.palettes.resize(staged, [0.0; 12]);
+        }
+        let mut staging: [&mut [PaletteEntry]; LANES] = Default::default();
+        let mut rest = &mut scratch.palettes[..staged];
+        for (s, &size) in staging.iter_mut().zip(&sizes) {
+            (*s, rest) = std::mem::take(&mut rest).split_at_mut(size);
+        }
+        skin_lanes(model, binds, table, &mut staging[..outs.len()]);
+        for (out, staged) in outs.iter_mut().zip(&staging) {
+            out.copy_from_slice(staged);
+        }
     }
 
     /// Jobs 4, 6, 7 for the run's entities `group` (at most [`STAGE_GROUP`]), into the
@@ -566,6 +589,7 @@ impl PoseChainJob<'_> {
             model_base: self.model_base + bone_cut as u32,
             palette: palette_r,
             palette_base: self.palette_base + palette_cut as u32,
+            sequential_palette_writes: self.sequential_palette_writes,
             dt: self.dt,
             stages: self.stages.skip(mid),
         };
@@ -584,6 +608,7 @@ impl PoseChainJob<'_> {
             model_base: self.model_base,
             palette,
             palette_base: self.palette_base,
+            sequential_palette_writes: self.sequential_palette_writes,
             dt: self.dt,
             stages: self.stages,
         };

@@ -102,6 +102,11 @@ impl<'a> PaletteTarget<'a> {
         Ok(Self { lent, buffer })
     }
 
+    /// Whether the palette is the caller's lent slice (perhaps mapped GPU memory).
+    pub(super) fn is_lent(&self) -> bool {
+        self.lent.is_some()
+    }
+
     /// The palette slice for `total` entries.
     pub(super) fn slice(
         &mut self,

@@ -61,6 +61,7 @@ impl Node for PoseChainNode {
         let totals = ctx.resource::<FrameOffsets>()?.total;
         let mut model = ctx.resource_mut::<ModelPoses>()?;
         let mut target = PaletteTarget::borrow(ctx, "pose chain")?;
+        let sequential_palette_writes = target.is_lent();
         let palette = target.slice("pose chain", totals.palette as usize)?;
         let mut q = ctx.query::<(
             &RigRef,
@@ -134,6 +135,7 @@ impl Node for PoseChainNode {
                     model_base: bones.0 as u32,
                     palette,
                     palette_base: pal.0 as u32,
+                    sequential_palette_writes,
                     dt,
                     stages: ChunkStages::new(stages),
                 }
