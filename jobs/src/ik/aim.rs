@@ -379,7 +379,7 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     let mut steps = 0;
     // The chain and its joints' subtrees, when every entity the lanes solve has the same (then
     // the bones move across the lanes, else per entity).
-    let mut shared: Option<(&[usize], [usize; LANE_CHAIN])> = None;
+    let mut shared: Option<(&Rig, &[usize])> = None;
     let mut uniform = true;
     for k in 0..n {
         let (input, pose) = (&inputs[k], &mut poses[k]);
@@ -426,14 +426,10 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
             (cone_axes[k], cone_angles[k]) = (cone.axis.into(), cone.half_angle);
         }
         steps = steps.max(chain.len());
-        let tree = Subtrees::Baked(pose.rig.subtree_ends());
-        let mut ends = [0; LANE_CHAIN];
-        for (end, &joint) in ends.iter_mut().zip(chain) {
-            *end = tree.end(joint);
-        }
+        // The same rig and chain move the same bones.
         match shared {
-            Some(first) => uniform &= first == (chain, ends),
-            None => shared = Some((chain, ends)),
+            Some((rig, first)) => uniform &= std::ptr::eq(rig, pose.rig) && first == chain,
+            None => shared = Some((pose.rig, chain)),
         }
         active[k] = true;
     }
@@ -505,7 +501,12 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     // Each step turns all the entities or none: they compose the same motions.
     let same_steps = (turns.iter()).all(|&(_, l)| l & active == 0 || l & active == active);
     match shared {
-        Some((chain, ends)) if uniform && same_steps => {
+        Some((rig, chain)) if uniform && same_steps => {
+            let tree = Subtrees::Baked(rig.subtree_ends());
+            let mut ends = [0; LANE_CHAIN];
+            for (end, &joint) in ends.iter_mut().zip(chain) {
+                *end = tree.end(joint);
+            }
             move_chain_lanes(&mut GroupModels::new(&mut poses[..n]), chain, &ends, &turns, active);
         }
         _ => {

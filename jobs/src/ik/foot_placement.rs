@@ -415,14 +415,15 @@ struct LegLanes {
 /// The bones an entity's legs move, by the motion that moves them: each leg's chain
 /// ([`ChainRanges`]) and the foot's subtree (which turns alone where the leg's solve moves
 /// nothing).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 struct LegBones([(ChainRanges, Range<usize>); 2]);
 
 impl LegBones {
-    fn new(tree: Subtrees<'_>, p: &FootPlacement) -> Self {
-        Self(p.legs.map(|leg| {
-            let chain = ChainRanges::new(tree, leg.hip, leg.knee, leg.ankle);
-            (chain, leg.ankle..tree.end(leg.ankle))
+    /// The bones that legs `[hip, knee, ankle]` (left, then right) move.
+    fn new(tree: Subtrees<'_>, bones: [usize; 6]) -> Self {
+        Self([0, 3].map(|at| {
+            let [hip, knee, ankle] = [bones[at], bones[at + 1], bones[at + 2]];
+            (ChainRanges::new(tree, hip, knee, ankle), ankle..tree.end(ankle))
         }))
     }
 }
@@ -451,7 +452,7 @@ fn place_lanes<G: GroundQuery + 'static>(
     let mut knee_axes = [[Vec3A::ZERO; LANES]; 2];
     // The bones each leg moves, when every entity the lanes solve moves the same ones (then
     // the bones move across the lanes, else per entity).
-    let mut shared: Option<LegBones> = None;
+    let mut shared: Option<(&Rig, [usize; 6])> = None;
     let mut uniform = true;
     for k in 0..n {
         let (p, pose) = (&inputs[k], &mut poses[k]);
@@ -477,14 +478,15 @@ fn place_lanes<G: GroundQuery + 'static>(
         for (axes, leg) in knee_axes.iter_mut().zip(&p.legs) {
             axes[k] = leg.knee_axis.map_or(Vec3A::ZERO, Vec3A::from);
         }
-        let bones = LegBones::new(tree, p);
-        match &shared {
-            Some(first) => uniform &= *first == bones,
-            None => shared = Some(bones),
+        // The same rig and legs move the same bones.
+        match shared {
+            Some((rig, first)) => uniform &= std::ptr::eq(rig, pose.rig) && first == bones,
+            None => shared = Some((pose.rig, bones)),
         }
         active[k] = true;
     }
-    let shared = shared.filter(|_| uniform);
+    let shared = (shared.filter(|_| uniform))
+        .map(|(rig, bones)| LegBones::new(Subtrees::Baked(rig.subtree_ends()), bones));
     if !active.iter().any(|&a| a) {
         return results;
     }

@@ -447,15 +447,18 @@ impl LaneMotion {
 /// [`M3::mul_mat`]), so a group moved this way equals its entities moved one at a time.
 pub(crate) struct GroupModels<'g> {
     models: [&'g mut [Affine3A]; LANES],
+    /// Bones that every lane's entity has (0 with an empty lane).
+    shared: usize,
 }
 
 impl<'g> GroupModels<'g> {
     /// The model matrices of `poses` (the first [`LANES`]; lanes past them are empty).
     pub(crate) fn new(poses: &'g mut [StagePose<'_>]) -> Self {
         let mut entities = poses.iter_mut();
-        Self {
-            models: std::array::from_fn(|_| entities.next().map_or(&mut [][..], |p| &mut *p.model)),
-        }
+        let models: [&'g mut [Affine3A]; LANES] =
+            std::array::from_fn(|_| entities.next().map_or(&mut [][..], |p| &mut *p.model));
+        let shared = models.iter().map(|m| m.len()).min().unwrap_or(0);
+        Self { models, shared }
     }
 
     /// Moves bones `range` of the entities in lanes `lanes` (a bit per lane) by their lane's
@@ -463,57 +466,57 @@ impl<'g> GroupModels<'g> {
     /// a bone of the range is left alone.
     #[inline]
     pub(crate) fn move_bones(&mut self, motion: &LaneMotion, lanes: u32, range: Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
         let mut lanes = lanes;
-        for (k, model) in self.models.iter().enumerate() {
-            if range.end > model.len() {
-                lanes &= !(1 << k);
+        if range.end > self.shared {
+            for (k, model) in self.models.iter().enumerate() {
+                if range.end > model.len() {
+                    lanes &= !(1 << k);
+                }
             }
         }
         if lanes == 0 {
             return;
         }
         for bone in range {
-            let rows = self.load(bone);
-            let v = |r: usize| V3 {
+            let (lo, hi) = self.load(bone);
+            let column = |rows: &[F; 8], r: usize| V3 {
                 x: rows[r],
                 y: rows[r + 1],
                 z: rows[r + 2],
             };
             let m = motion.r.mul_mat(&M3 {
-                x: v(0),
-                y: v(4),
-                z: v(8),
+                x: column(&lo, 0),
+                y: column(&lo, 4),
+                z: column(&hi, 0),
             });
-            let t = motion.point(v(12));
-            let moved = [
-                m.x.x, m.x.y, m.x.z, rows[3], m.y.x, m.y.y, m.y.z, rows[7], m.z.x, m.z.y, m.z.z,
-                rows[11], t.x, t.y, t.z, rows[15],
-            ];
-            self.store(bone, &moved, lanes);
+            let t = motion.point(column(&hi, 4));
+            let lo = [m.x.x, m.x.y, m.x.z, lo[3], m.y.x, m.y.y, m.y.z, lo[7]];
+            let hi = [m.z.x, m.z.y, m.z.z, hi[3], t.x, t.y, t.z, hi[7]];
+            self.store(bone, lo, hi, lanes);
         }
     }
 
-    /// Bone `bone` of every lane's entity as 16 rows (its matrix's floats in column order,
-    /// padding included; zero in empty lanes). `bone < self.bones`.
+    /// Bone `bone` of every lane's entity as 16 rows, in two halves: its matrix's floats in
+    /// column order, padding included (zero in empty lanes).
     #[inline(always)]
-    fn load(&self, bone: usize) -> [F; 16] {
-        let halves = |h: usize| {
-            F::transpose(std::array::from_fn(|k| {
-                self.models[k].get(bone).map_or(F::ZERO, |m| {
-                    bytemuck::cast::<Affine3A, [F; 2]>(*m)[h]
-                })
-            }))
-        };
-        let (lo, hi) = (halves(0), halves(1));
-        std::array::from_fn(|r| if r < 8 { lo[r] } else { hi[r - 8] })
+    fn load(&self, bone: usize) -> ([F; 8], [F; 8]) {
+        let (mut lo, mut hi) = ([F::ZERO; LANES], [F::ZERO; LANES]);
+        for (k, model) in self.models.iter().enumerate() {
+            if let Some(m) = model.get(bone) {
+                [lo[k], hi[k]] = bytemuck::cast::<Affine3A, [F; 2]>(*m);
+            }
+        }
+        (F::transpose(lo), F::transpose(hi))
     }
 
     /// Writes rows as [`GroupModels::load`] reads them into bone `bone` of the entities in
     /// `lanes`.
     #[inline(always)]
-    fn store(&mut self, bone: usize, rows: &[F; 16], lanes: u32) {
-        let lo = F::transpose(std::array::from_fn(|r| rows[r]));
-        let hi = F::transpose(std::array::from_fn(|r| rows[8 + r]));
+    fn store(&mut self, bone: usize, lo: [F; 8], hi: [F; 8], lanes: u32) {
+        let (lo, hi) = (F::transpose(lo), F::transpose(hi));
         for (k, model) in self.models.iter_mut().enumerate() {
             if lanes & (1 << k) != 0 {
                 if let Some(m) = model.get_mut(bone) {
