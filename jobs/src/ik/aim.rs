@@ -14,9 +14,9 @@
 
 use super::lanes::{self, F, GroupModels, LaneMotion, LaneTransform, M3, Q, V3, gather};
 use super::{
-    ChainMover, Motion, Subtrees, TargetSpace, arc, passed_bones, check_bone, check_descends, check_direction,
-    check_finite, check_hierarchy, check_unit_range, local_correction, rotation_of, to_model,
-    turn_about, weighted,
+    ChainMover, Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction,
+    check_finite, check_hierarchy, check_unit_range, local_correction, passed_bones, rotation_of,
+    to_model, turn_about, weighted,
 };
 use crate::asset::{Rig, Transform};
 use crate::math::soa::LANES;
@@ -507,7 +507,13 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
             for (end, &joint) in ends.iter_mut().zip(chain) {
                 *end = tree.end(joint);
             }
-            move_chain_lanes(&mut GroupModels::new(&mut poses[..n]), chain, &ends, &turns, active);
+            move_chain_lanes(
+                &mut GroupModels::new(&mut poses[..n]),
+                chain,
+                &ends,
+                &turns,
+                active,
+            );
         }
         _ => {
             for (k, (pose, input)) in poses.iter_mut().zip(inputs).enumerate().take(n) {

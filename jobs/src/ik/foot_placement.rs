@@ -423,7 +423,10 @@ impl LegBones {
     fn new(tree: Subtrees<'_>, bones: [usize; 6]) -> Self {
         Self([0, 3].map(|at| {
             let [hip, knee, ankle] = [bones[at], bones[at + 1], bones[at + 2]];
-            (ChainRanges::new(tree, hip, knee, ankle), ankle..tree.end(ankle))
+            (
+                ChainRanges::new(tree, hip, knee, ankle),
+                ankle..tree.end(ankle),
+            )
         }))
     }
 }

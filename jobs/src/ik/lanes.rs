@@ -630,9 +630,8 @@ mod tests {
         let mut rng = Rng::new(5);
         for n in 1..=LANES {
             let (local, _) = random_pose(&rig, &mut rng, 0.5);
-            let mut models: Vec<Vec<Affine3A>> = (0..n)
-                .map(|_| random_pose(&rig, &mut rng, 1.0).1)
-                .collect();
+            let mut models: Vec<Vec<Affine3A>> =
+                (0..n).map(|_| random_pose(&rig, &mut rng, 1.0).1).collect();
             // The last entity lacks bones 10 and up.
             models[n - 1].truncate(10);
             let before = models.clone();
