@@ -61,6 +61,8 @@ pub struct ChunkStages<'a> {
     /// Per stage, whether its check of the chunk still holds (not checked again); none when
     /// empty.
     checked: &'a [bool],
+    /// Whether a local stage runs after sampling, and after root motion.
+    local: (bool, bool),
     row_base: usize,
 }
 
@@ -68,9 +70,11 @@ impl<'a> ChunkStages<'a> {
     /// `stages`, each checked in `validate()` but where `checked` says its last check of the
     /// chunk still holds.
     pub(crate) fn new(stages: &'a [&'a dyn ChunkStage], checked: &'a [bool]) -> Self {
+        let at = |p: StagePoint| stages.iter().any(|s| s.point() == p);
         Self {
             stages,
             checked,
+            local: (at(StagePoint::Sampled), at(StagePoint::RootMoved)),
             row_base: 0,
         }
     }
@@ -90,6 +94,14 @@ impl<'a> ChunkStages<'a> {
         local: &mut [SoaTransform],
         transform: Option<&crate::asset::Transform>,
     ) {
+        let there = match point {
+            StagePoint::Sampled => self.local.0,
+            StagePoint::RootMoved => self.local.1,
+            StagePoint::Propagated => false,
+        };
+        if !there {
+            return;
+        }
         let mut pose = LocalStagePose {
             entity,
             rig,

@@ -7,7 +7,9 @@
 //! that read on the node that runs the stages, so the graph orders the stage against any node
 //! that writes the component, as for any other node. Per frame, every entity that has the
 //! component gets [`PoseStage::check`] before any entity moves (a failing check fails the frame
-//! with [`JobError::PoseStage`] naming the stage and the entity, and changes nothing), then
+//! with [`JobError::PoseStage`] naming the stage and the entity, and changes nothing), except
+//! in a store chunk whose input and rig columns have not been written since the stage's last
+//! check of it passed (a check depends only on the input and the rig), then
 //! [`PoseStage::apply`] with its rig, its local pose and its model matrices, which the stage
 //! edits in place before the palette is written. Entities without the component are not
 //! visited; with no stage installed the chain does no work for stages at all.
@@ -179,7 +181,9 @@ pub trait PoseStage: Send + Sync + fmt::Debug + 'static {
     /// The stage's name (in errors).
     fn name(&self) -> &str;
 
-    /// Checks one entity's input against its rig before the frame moves anything.
+    /// Checks one entity's input against its rig before the frame moves anything. It must
+    /// depend only on them: the pipeline does not check again a chunk whose inputs and rigs
+    /// are unwritten since the last check passed.
     ///
     /// # Errors
     /// [`StageError`] saying what is wrong and with which bone.
@@ -324,7 +328,8 @@ pub trait LocalPoseStage: Send + Sync + fmt::Debug + 'static {
     /// Where it runs.
     fn point(&self) -> LocalStagePoint;
 
-    /// Checks one entity's input against its rig before the frame moves anything.
+    /// Checks one entity's input against its rig before the frame moves anything; as
+    /// [`PoseStage::check`], it must depend only on them.
     ///
     /// # Errors
     /// [`StageError`] saying what is wrong and with which bone.
