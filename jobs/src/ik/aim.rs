@@ -358,7 +358,9 @@ const LANE_CHAIN: usize = 8;
 
 /// The look-at for up to [`LANES`] entities, one per lane (inputs checked): the cone and the
 /// chain's turns as [`clamp_to_cone`] and [`solve`] find them, each lane deciding its
-/// branches; the bones then move per entity through its [`ChainMover`], with its lane's turns.
+/// branches; the bones then move across the lanes where the entities share the chain's bones
+/// and turns ([`move_chain_lanes`]), else per entity through its [`ChainMover`], with its
+/// lane's turns (the same bits).
 /// Returns which entities' tips aim at their targets (the solve's `Some`).
 fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     let mut aimed = [false; LANES];
@@ -516,14 +518,18 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
             );
         }
         _ => {
+            // Each step's turn per entity.
+            let still = LaneMotion::IDENTITY.lanes();
+            let scalar: [[Motion; LANES]; LANE_CHAIN] =
+                std::array::from_fn(|j| if j < steps { turns[j].0.lanes() } else { still });
             for (k, (pose, input)) in poses.iter_mut().zip(inputs).enumerate().take(n) {
                 if active & (1 << k) == 0 {
                     continue;
                 }
                 let mut mover = ChainMover::new(Subtrees::Baked(pose.rig.subtree_ends()));
-                for (&joint, (turn, lanes)) in input.chain.iter().zip(&turns) {
-                    if lanes & (1 << k) != 0 {
-                        mover.push(pose.model, joint, &turn.lanes()[k]);
+                for (j, &joint) in input.chain.iter().enumerate() {
+                    if turns[j].1 & (1 << k) != 0 {
+                        mover.push(pose.model, joint, &scalar[j][k]);
                     }
                 }
                 mover.finish(pose.model);

@@ -432,8 +432,10 @@ impl LegBones {
 }
 
 /// [`solve`] for up to [`LANES`] entities, one per lane (inputs checked): the same steps, each
-/// lane deciding its branches; the bones then move per entity with its lane's motions. An
-/// entity whose legs nest is solved alone by [`solve`]. Returns what each entity's solve did.
+/// lane deciding its branches; the bones then move across the lanes ([`GroupModels`]) where
+/// the entities share the rig and the leg bones, else per entity with its lane's motions (the
+/// same bits). An entity whose legs nest is solved alone by [`solve`]. Returns what each
+/// entity's solve did.
 fn place_lanes<G: GroundQuery + 'static>(
     inputs: &[FootPlacement],
     poses: &mut [StagePose<'_>],
