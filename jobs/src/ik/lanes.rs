@@ -518,10 +518,10 @@ impl<'g> GroupModels<'g> {
     fn store(&mut self, bone: usize, lo: [F; 8], hi: [F; 8], lanes: u32) {
         let (lo, hi) = (F::transpose(lo), F::transpose(hi));
         for (k, model) in self.models.iter_mut().enumerate() {
-            if lanes & (1 << k) != 0 {
-                if let Some(m) = model.get_mut(bone) {
-                    *m = bytemuck::cast::<[F; 2], Affine3A>([lo[k], hi[k]]);
-                }
+            if lanes & (1 << k) != 0
+                && let Some(m) = model.get_mut(bone)
+            {
+                *m = bytemuck::cast::<[F; 2], Affine3A>([lo[k], hi[k]]);
             }
         }
     }

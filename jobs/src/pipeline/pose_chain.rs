@@ -91,7 +91,7 @@ impl Node for PoseChainNode {
                 let rigs = c.changed_frame::<RigRef>();
                 let (a, id) = (c.archetype_id(), c.chunk_id());
                 let holds = stages.iter().map(|s| checks.holds(*s, a, id, rigs));
-                &*bumpalo::collections::Vec::from_iter_in(holds, ctx.scratch()).into_bump_slice()
+                bumpalo::collections::Vec::from_iter_in(holds, ctx.scratch()).into_bump_slice()
             })
             .collect();
         let bone_ranges: Vec<(usize, usize)> = chunks
