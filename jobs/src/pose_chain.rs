@@ -63,13 +63,23 @@ pub struct ChainScratch {
 #[derive(Clone, Copy, Default)]
 pub struct ChunkStages<'a> {
     stages: &'a [&'a dyn ChunkStage],
+    /// Per stage, whether its check of the chunk still holds (not checked again); none when
+    /// empty.
+    checked: &'a [bool],
+    /// Whether a local stage runs after sampling, and after root motion.
+    local: (bool, bool),
     row_base: usize,
 }
 
 impl<'a> ChunkStages<'a> {
-    pub(crate) fn new(stages: &'a [&'a dyn ChunkStage]) -> Self {
+    /// `stages`, each checked in `validate()` but where `checked` says its last check of the
+    /// chunk still holds.
+    pub(crate) fn new(stages: &'a [&'a dyn ChunkStage], checked: &'a [bool]) -> Self {
+        let at = |p: StagePoint| stages.iter().any(|s| s.point() == p);
         Self {
             stages,
+            checked,
+            local: (at(StagePoint::Sampled), at(StagePoint::RootMoved)),
             row_base: 0,
         }
     }
@@ -89,6 +99,14 @@ impl<'a> ChunkStages<'a> {
         local: &mut [SoaTransform],
         transform: Option<&crate::asset::Transform>,
     ) {
+        let there = match point {
+            StagePoint::Sampled => self.local.0,
+            StagePoint::RootMoved => self.local.1,
+            StagePoint::Propagated => false,
+        };
+        if !there {
+            return;
+        }
         let mut pose = LocalStagePose {
             entity,
             rig,
@@ -210,8 +228,13 @@ impl PoseChainJob<'_> {
                 None => check_len(JOB, "slot palette count", 0, s.palette_count as usize)?,
             }
         }
-        for stage in self.stages.stages {
-            stage.check_rows(self.stages.row_base, self.entities, self.rigs)?;
+        let ChunkStages {
+            stages, checked, ..
+        } = self.stages;
+        for (i, stage) in stages.iter().enumerate() {
+            if !checked.get(i).is_some_and(|&holds| holds) {
+                stage.check_rows(self.stages.row_base, self.entities, self.rigs)?;
+            }
         }
         Ok(())
     }

@@ -7,7 +7,9 @@
 //! that read on the node that runs the stages, so the graph orders the stage against any node
 //! that writes the component, as for any other node. Per frame, every entity that has the
 //! component gets [`PoseStage::check`] before any entity moves (a failing check fails the frame
-//! with [`JobError::PoseStage`] naming the stage and the entity, and changes nothing), then
+//! with [`JobError::PoseStage`] naming the stage and the entity, and changes nothing), except
+//! in a store chunk whose input and rig columns have not been written since the stage's last
+//! check of it passed (a check depends only on the input and the rig), then
 //! [`PoseStage::apply`] with its rig, its local pose and its model matrices, which the stage
 //! edits in place before the palette is written. Entities without the component are not
 //! visited; with no stage installed the chain does no work for stages at all.
@@ -27,6 +29,7 @@ use bumpalo::Bump;
 use glam::Affine3A;
 use sinew_runtime::graph::{Access, NodeContext, NodeError};
 use sinew_runtime::store::{ArchetypeId, ChunkId, Component, ComponentView, Entity};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -178,7 +181,9 @@ pub trait PoseStage: Send + Sync + fmt::Debug + 'static {
     /// The stage's name (in errors).
     fn name(&self) -> &str;
 
-    /// Checks one entity's input against its rig before the frame moves anything.
+    /// Checks one entity's input against its rig before the frame moves anything. It must
+    /// depend only on them: the pipeline does not check again a chunk whose inputs and rigs
+    /// are unwritten since the last check passed.
     ///
     /// # Errors
     /// [`StageError`] saying what is wrong and with which bone.
@@ -323,7 +328,8 @@ pub trait LocalPoseStage: Send + Sync + fmt::Debug + 'static {
     /// Where it runs.
     fn point(&self) -> LocalStagePoint;
 
-    /// Checks one entity's input against its rig before the frame moves anything.
+    /// Checks one entity's input against its rig before the frame moves anything; as
+    /// [`PoseStage::check`], it must depend only on them.
     ///
     /// # Errors
     /// [`StageError`] saying what is wrong and with which bone.
@@ -472,7 +478,9 @@ impl PoseStages {
         &'a self,
         ctx: &NodeContext<'a>,
     ) -> Result<Vec<Box<dyn StageView + 'a>>, NodeError> {
-        self.stages.iter().map(|s| s.view(ctx)).collect()
+        (self.stages.iter().enumerate())
+            .map(|(index, s)| s.view(index, ctx))
+            .collect()
     }
 }
 
@@ -481,7 +489,12 @@ pub(crate) trait ErasedStage: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
     fn point(&self) -> StagePoint;
     fn declare(&self, access: Access) -> Access;
-    fn view<'a>(&'a self, ctx: &NodeContext<'a>) -> Result<Box<dyn StageView + 'a>, NodeError>;
+    /// The stage's view of its input; `index` is its place among the installed stages.
+    fn view<'a>(
+        &'a self,
+        index: usize,
+        ctx: &NodeContext<'a>,
+    ) -> Result<Box<dyn StageView + 'a>, NodeError>;
 }
 
 impl<S: AnyStage> ErasedStage for S {
@@ -494,9 +507,14 @@ impl<S: AnyStage> ErasedStage for S {
     fn declare(&self, access: Access) -> Access {
         access.read::<S::Input>()
     }
-    fn view<'a>(&'a self, ctx: &NodeContext<'a>) -> Result<Box<dyn StageView + 'a>, NodeError> {
+    fn view<'a>(
+        &'a self,
+        index: usize,
+        ctx: &NodeContext<'a>,
+    ) -> Result<Box<dyn StageView + 'a>, NodeError> {
         Ok(Box::new(View {
             stage: self,
+            index,
             inputs: ctx.view::<S::Input>()?,
         }))
     }
@@ -516,6 +534,7 @@ pub(crate) trait StageView {
 
 struct View<'a, S: AnyStage> {
     stage: &'a S,
+    index: usize,
     inputs: ComponentView<'a, S::Input>,
 }
 
@@ -527,9 +546,12 @@ impl<S: AnyStage> StageView for View<'_, S> {
         chunk: ChunkId,
     ) -> Option<&'s dyn ChunkStage> {
         let inputs = self.inputs.chunk_column(archetype, chunk)?;
+        let changed = self.inputs.chunk_changed_frame(archetype, chunk)?;
         Some(arena.alloc(Column {
             stage: self.stage,
+            index: self.index,
             inputs,
+            changed,
         }))
     }
 }
@@ -537,6 +559,10 @@ impl<S: AnyStage> StageView for View<'_, S> {
 /// A stage over the rows of one chunk (row = the entity's row in its chunk).
 pub(crate) trait ChunkStage: Send + Sync {
     fn point(&self) -> StagePoint;
+    /// The stage's place among the installed stages.
+    fn index(&self) -> usize;
+    /// The frame at which the chunk's input column was last written.
+    fn changed_frame(&self) -> u64;
     /// Checks rows `first_row..` (entities `entities`, rigs `rigs`), in order, up to the first
     /// failure; an entity after one of the same rig may be checked less
     /// ([`PoseStage::check_like`]).
@@ -553,12 +579,20 @@ pub(crate) trait ChunkStage: Send + Sync {
 
 struct Column<'s, S: AnyStage> {
     stage: &'s S,
+    index: usize,
     inputs: &'s [S::Input],
+    changed: u64,
 }
 
 impl<S: AnyStage> ChunkStage for Column<'_, S> {
     fn point(&self) -> StagePoint {
         AnyStage::point(self.stage)
+    }
+    fn index(&self) -> usize {
+        self.index
+    }
+    fn changed_frame(&self) -> u64 {
+        self.changed
     }
     fn check_rows(
         &self,
@@ -614,4 +648,53 @@ pub(crate) fn bind_chunk<'s>(
         .filter_map(|v| v.chunk(arena, archetype, chunk))
         .filter(|s| points(s.point()));
     bumpalo::collections::Vec::from_iter_in(bound, arena).into_bump_slice()
+}
+
+/// The frame at which each stage last checked each store chunk's rows and found them good. A
+/// check depends only on the entity's input and rig, so it still holds while neither column
+/// of the chunk has been written since: a chunk checked at frame `f` whose columns were last
+/// written before `f` is not checked again. A write in frame `f` itself, before or after the
+/// check, stamps `f` and so is checked at the next frame, and so are new, moved and removed
+/// rows (the store stamps every column of the chunks they touch).
+#[derive(Debug, Default)]
+pub(crate) struct CheckedChunks {
+    /// The store the frames are of ([`sinew_runtime::store::Store::id`]).
+    store: u64,
+    checked: HashMap<(usize, ArchetypeId, ChunkId), u64>,
+}
+
+impl CheckedChunks {
+    /// The checks recorded for the store `store_id`: those of another store are forgotten.
+    pub(crate) fn of_store(&mut self, store_id: u64) -> &mut Self {
+        if self.store != store_id {
+            self.checked.clear();
+            self.store = store_id;
+        }
+        self
+    }
+
+    /// Whether `stage`'s last check of the chunk still holds, `rigs_changed` being the frame
+    /// of the last write to the chunk's rig column.
+    pub(crate) fn holds(
+        &self,
+        stage: &dyn ChunkStage,
+        archetype: ArchetypeId,
+        chunk: ChunkId,
+        rigs_changed: u64,
+    ) -> bool {
+        (self.checked.get(&(stage.index(), archetype, chunk)))
+            .is_some_and(|&checked| stage.changed_frame() < checked && rigs_changed < checked)
+    }
+
+    /// `stage`'s check of the chunk passed (or still held) at `frame`.
+    pub(crate) fn record(
+        &mut self,
+        stage: &dyn ChunkStage,
+        archetype: ArchetypeId,
+        chunk: ChunkId,
+        frame: u64,
+    ) {
+        self.checked
+            .insert((stage.index(), archetype, chunk), frame);
+    }
 }

@@ -19,9 +19,10 @@ use sinew_jobs::ik::{
 use sinew_jobs::j8_remap_cache::RemapCache;
 use sinew_jobs::j9_skinning::{TableLookup, skin_entity};
 use sinew_jobs::pipeline::{PipelineConfig, PoseChain};
-use sinew_jobs::pose_stage::PoseStages;
+use sinew_jobs::pose_stage::{PoseStage, PoseStages, StageError, StagePose};
 use sinew_runtime::store::{Entity, Store};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const N: usize = 48;
 const DT: f32 = 1.0 / 60.0;
@@ -434,6 +435,128 @@ fn a_bad_target_fails_the_frame_naming_the_stage_and_entity() {
                 .iter()
                 .flatten()
                 .all(|x| x.is_finite())
+        );
+    }
+}
+
+/// A value that must be finite, for [`Counted`].
+#[derive(Clone, Copy, Debug)]
+struct Watched(f32);
+
+/// A stage that moves nothing and counts the entities it checks.
+#[derive(Debug)]
+struct Counted(Arc<AtomicUsize>);
+
+impl PoseStage for Counted {
+    type Input = Watched;
+    fn name(&self) -> &str {
+        "counted"
+    }
+    fn check(&self, _: &Rig, input: &Watched) -> Result<(), StageError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        if input.0.is_finite() {
+            Ok(())
+        } else {
+            Err(StageError::NotFinite { what: "the value" })
+        }
+    }
+    fn apply(&self, _: &Watched, _: &mut StagePose<'_>) {}
+}
+
+/// A chunk whose stage inputs and rigs have not been written since its last check is not
+/// checked again, and everything that writes them is: a write to one entity (its chunk is
+/// checked), a write query over the column (every chunk), a new entity (its chunk), a rig
+/// swapped; and a bad value written after frames without checks fails the next frame. A write
+/// carries the number of the frame it is in (between frames, the next one), and a check at
+/// frame `f` holds only for columns last written before `f`, so a write between frames is
+/// checked in the next two frames.
+#[test]
+fn a_check_that_still_holds_is_not_run_again() {
+    let c = builtin::bake_character(&AssetRegistry::new()).unwrap();
+    for pose_chain in [PoseChain::default(), PoseChain::Staged] {
+        let mut store = Store::new();
+        let entities = spawn(&c, &mut store, true);
+        for &e in &entities {
+            store.insert(e, Watched(1.0)).unwrap();
+        }
+        let count = Arc::new(AtomicUsize::new(0));
+        let stages = stages().with(Counted(count.clone()));
+        let mut animator =
+            Animator::with_stages(&mut store, config(pose_chain), &stages, |_, _| {}).unwrap();
+        // The entities of `e`'s chunk (a read query stamps nothing).
+        let chunk_of = |store: &mut Store, e: Entity| {
+            let mut rows = 0;
+            store.query::<&Watched>().unwrap().for_each_chunk(|chunk| {
+                if chunk.entities().contains(&e) {
+                    rows = chunk.entities().len();
+                }
+            });
+            assert!(rows > 0 && rows < N, "{rows}");
+            rows
+        };
+        // The entities checked in each of the next frames.
+        let checks = |store: &mut Store, animator: &mut Animator, frames: usize| {
+            (0..frames)
+                .map(|_| {
+                    let before = count.load(Ordering::Relaxed);
+                    animator.run_frame(store, DT).unwrap();
+                    count.load(Ordering::Relaxed) - before
+                })
+                .collect::<Vec<_>>()
+        };
+        let what = format!("{pose_chain:?}");
+        // Spawned in the first frame's number: checked in the first two frames.
+        assert_eq!(
+            checks(&mut store, &mut animator, 5),
+            [N, N, 0, 0, 0],
+            "{what}"
+        );
+        store.get_mut::<Watched>(entities[5]).unwrap().0 = 2.0;
+        let rows = chunk_of(&mut store, entities[5]);
+        assert_eq!(
+            checks(&mut store, &mut animator, 3),
+            [rows, rows, 0],
+            "{what}"
+        );
+        store.query::<&mut Watched>().unwrap().for_each(|_, _| {});
+        assert_eq!(checks(&mut store, &mut animator, 3), [N, N, 0], "{what}");
+        *store.get_mut::<RigRef>(entities[2]).unwrap() = RigRef(c.rig.clone());
+        let rows = chunk_of(&mut store, entities[2]);
+        assert_eq!(
+            checks(&mut store, &mut animator, 3),
+            [rows, rows, 0],
+            "{what}"
+        );
+        let born = store.spawn(c.crowd_member(N)).unwrap();
+        store.insert(born, Watched(1.0)).unwrap();
+        let rows = chunk_of(&mut store, born);
+        assert_eq!(
+            checks(&mut store, &mut animator, 3),
+            [rows, rows, 0],
+            "{what}"
+        );
+
+        // Bad values after frames without checks: each fails the next frame, naming the entity.
+        let bad = entities[9];
+        store.get_mut::<Watched>(bad).unwrap().0 = f32::NAN;
+        let text = animator.run_frame(&mut store, DT).unwrap_err().to_string();
+        assert!(
+            text.contains(&format!("{bad:?}")) && text.contains("counted"),
+            "{text}"
+        );
+        store.get_mut::<Watched>(bad).unwrap().0 = 1.0;
+        let rows = chunk_of(&mut store, bad);
+        assert_eq!(
+            checks(&mut store, &mut animator, 3),
+            [rows, rows, 0],
+            "{what}"
+        );
+        let looks = entities[6];
+        store.get_mut::<LookAt>(looks).unwrap().target.x = f32::NAN;
+        let text = animator.run_frame(&mut store, DT).unwrap_err().to_string();
+        assert!(
+            text.contains(&format!("{looks:?}")) && text.contains("target is not finite"),
+            "{text}"
         );
     }
 }

@@ -12,11 +12,11 @@
 //! `IKAimJob`, `forward`, `up` and `offset` are in the joint's local space and the pole vector
 //! in model space.
 
-use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
+use super::lanes::{self, F, GroupModels, LaneMotion, LaneTransform, M3, Q, V3, gather};
 use super::{
     ChainMover, Motion, Subtrees, TargetSpace, arc, check_bone, check_descends, check_direction,
-    check_finite, check_hierarchy, check_unit_range, local_correction, rotation_of, to_model,
-    turn_about, weighted,
+    check_finite, check_hierarchy, check_unit_range, local_correction, passed_bones, rotation_of,
+    to_model, turn_about, weighted,
 };
 use crate::asset::{Rig, Transform};
 use crate::math::soa::LANES;
@@ -358,7 +358,9 @@ const LANE_CHAIN: usize = 8;
 
 /// The look-at for up to [`LANES`] entities, one per lane (inputs checked): the cone and the
 /// chain's turns as [`clamp_to_cone`] and [`solve`] find them, each lane deciding its
-/// branches; the bones then move per entity through its [`ChainMover`], with its lane's turns.
+/// branches; the bones then move across the lanes where the entities share the chain's bones
+/// and turns ([`move_chain_lanes`]), else per entity through its [`ChainMover`], with its
+/// lane's turns (the same bits).
 /// Returns which entities' tips aim at their targets (the solve's `Some`).
 fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     let mut aimed = [false; LANES];
@@ -377,6 +379,10 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     let (mut poles, mut has_pole) = ([Vec3A::Y; LANES], [0.0f32; LANES]);
     let (mut cone_axes, mut cone_angles) = ([Vec3A::ZERO; LANES], [0.0f32; LANES]);
     let mut steps = 0;
+    // The chain and its joints' subtrees, when every entity the lanes solve has the same (then
+    // the bones move across the lanes, else per entity).
+    let mut shared: Option<(&Rig, &[usize])> = None;
+    let mut uniform = true;
     for k in 0..n {
         let (input, pose) = (&inputs[k], &mut poses[k]);
         let chain = &input.chain[..];
@@ -422,6 +428,11 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
             (cone_axes[k], cone_angles[k]) = (cone.axis.into(), cone.half_angle);
         }
         steps = steps.max(chain.len());
+        // The same rig and chain move the same bones.
+        match shared {
+            Some((rig, first)) => uniform &= std::ptr::eq(rig, pose.rig) && first == chain,
+            None => shared = Some((pose.rig, chain)),
+        }
         active[k] = true;
     }
     if steps == 0 {
@@ -463,7 +474,8 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
     let pole = V3::gather(|k| poles[k]);
     let tip_frame = M3::gather(|k| tips[k].matrix3);
     let mut moved = LaneMotion::IDENTITY;
-    let mut turns = [[None::<Motion>; LANES]; LANE_CHAIN];
+    // Each step's turn, and the lanes it turns.
+    let mut turns = [(LaneMotion::IDENTITY, 0u32); LANE_CHAIN];
     for (j, turns) in turns.iter_mut().enumerate().take(steps) {
         // Lane k's weight at this step (0 past its chain's end).
         let weight = F::from(weights[j]);
@@ -480,27 +492,82 @@ fn look_lanes(inputs: &[LookAt], poses: &mut [StagePose<'_>]) -> [bool; LANES] {
         let c = lanes::weighted(c, weight);
         let turn = LaneMotion::turn(c, pivot);
         moved = LaneMotion::select(pushed, moved.then(&turn), moved);
-        let (turn, pushed) = (turn.lanes(), pushed.to_bitmask());
-        for (k, t) in turns.iter_mut().enumerate() {
-            if pushed & (1 << k) != 0 {
-                *t = Some(turn[k]);
-            }
+        *turns = (turn, pushed.to_bitmask());
+    }
+    let active = (0..n).filter(|&k| active[k]).fold(0u32, |m, k| m | 1 << k);
+    for (k, (aimed, input)) in aimed.iter_mut().zip(inputs).enumerate().take(n) {
+        if active & (1 << k) != 0 {
+            *aimed = turns[input.chain.len() - 1].1 & (1 << k) != 0;
         }
     }
-    for (k, (pose, input)) in poses.iter_mut().zip(inputs).enumerate().take(n) {
-        if !active[k] {
-            continue;
+    // Each step turns all the entities or none: they compose the same motions.
+    let same_steps = (turns.iter()).all(|&(_, l)| l & active == 0 || l & active == active);
+    match shared {
+        Some((rig, chain)) if uniform && same_steps => {
+            let tree = Subtrees::Baked(rig.subtree_ends());
+            let mut ends = [0; LANE_CHAIN];
+            for (end, &joint) in ends.iter_mut().zip(chain) {
+                *end = tree.end(joint);
+            }
+            move_chain_lanes(
+                &mut GroupModels::new(&mut poses[..n]),
+                chain,
+                &ends,
+                &turns,
+                active,
+            );
         }
-        let mut mover = ChainMover::new(Subtrees::Baked(pose.rig.subtree_ends()));
-        for (j, &joint) in input.chain.iter().enumerate() {
-            if let Some(turn) = &turns[j][k] {
-                mover.push(pose.model, joint, turn);
+        _ => {
+            // Each step's turn per entity.
+            let still = LaneMotion::IDENTITY.lanes();
+            let scalar: [[Motion; LANES]; LANE_CHAIN] =
+                std::array::from_fn(|j| if j < steps { turns[j].0.lanes() } else { still });
+            for (k, (pose, input)) in poses.iter_mut().zip(inputs).enumerate().take(n) {
+                if active & (1 << k) == 0 {
+                    continue;
+                }
+                let mut mover = ChainMover::new(Subtrees::Baked(pose.rig.subtree_ends()));
+                for (j, &joint) in input.chain.iter().enumerate() {
+                    if turns[j].1 & (1 << k) != 0 {
+                        mover.push(pose.model, joint, &scalar[j][k]);
+                    }
+                }
+                mover.finish(pose.model);
             }
         }
-        mover.finish(pose.model);
-        aimed[k] = turns[input.chain.len() - 1][k].is_some();
     }
     aimed
+}
+
+/// [`ChainMover`] across the lanes, for a group whose entities (`active`) share `chain`, its
+/// joints' subtree ends `ends`, and which steps turn them: each step's motion composed down
+/// the chain, each bone moved once, as the mover moves each entity's bones.
+fn move_chain_lanes(
+    group: &mut GroupModels<'_>,
+    chain: &[usize],
+    ends: &[usize; LANE_CHAIN],
+    turns: &[(LaneMotion, u32); LANE_CHAIN],
+    active: u32,
+) {
+    // The motion composed so far, and the step it was last pushed at.
+    let mut moved: Option<(LaneMotion, usize)> = None;
+    for (j, (&joint, (turn, lanes))) in chain.iter().zip(turns).enumerate() {
+        if lanes & active == 0 {
+            continue;
+        }
+        moved = Some(match moved {
+            Some((so_far, p)) => {
+                for range in passed_bones(chain[p], joint, (ends[p], ends[j])) {
+                    group.move_bones(&so_far, active, range);
+                }
+                (so_far.then(turn), j)
+            }
+            None => (*turn, j),
+        });
+    }
+    if let Some((motion, j)) = moved {
+        group.move_bones(&motion, active, chain[j]..ends[j]);
+    }
 }
 
 /// [`correction`] per lane, and the lanes where the target can be aimed at.
@@ -571,8 +638,9 @@ mod lane_tests {
 
     /// The batched look-at gives each entity what the scalar stage gives it (to rounding) and
     /// the same aimed flag, in full and partial groups that mix chains of one, two and three
-    /// joints, cones, poles, world and model targets, and targets that cannot be aimed at;
-    /// each entity gets the same bits alone as in its group.
+    /// joints, cones, poles, world and model targets, and targets that cannot be aimed at, and
+    /// in groups whose entities all turn the same chain; each entity gets the same bits alone
+    /// as in its group.
     #[test]
     fn the_lanes_agree_with_the_scalar_stage() {
         let rig = biped();
@@ -581,9 +649,15 @@ mod lane_tests {
         let (mut worst, mut aimed_count) = (0.0f32, 0);
         for round in 0..60 {
             let n = [8, 3, 1, 6][round % 4];
+            // Every third round, one chain for the whole group and no target that stops a
+            // step: its bones move across the lanes (elsewhere per entity).
+            let one_chain = round % 3 == 2;
             let mut cases = Vec::new();
             for k in 0..n {
-                let kind = (k + round) % 8;
+                let kind = match (k + round) % 8 {
+                    3 | 4 | 7 if one_chain => 0,
+                    kind => kind,
+                };
                 let (local, model) = random_pose(&rig, &mut rng, 0.4);
                 let transform = Transform::new(
                     Vec3::new(rng.range(-5.0, 5.0), 0.0, rng.range(-5.0, 5.0)),
@@ -614,6 +688,9 @@ mod lane_tests {
                         half_angle: 1.2,
                     }),
                 };
+                if one_chain {
+                    (look.chain, look.share) = (Arc::from([spine, neck, head]), 0.4);
+                }
                 let head_at = transform.to_affine() * model[head];
                 match kind {
                     // On the head joint: nothing to aim at.
@@ -649,6 +726,7 @@ mod lane_tests {
             drop(poses);
             for (k, (look, transform, local, model)) in cases.iter().enumerate() {
                 let what = format!("round {round}, entity {k}, case {}", (k + round) % 8);
+                let what = format!("{what}{}", if one_chain { ", one chain" } else { "" });
                 let mut want = model.clone();
                 let want_aimed = scalar(look, &rig, &mut want, transform);
                 assert_eq!(aimed[k], want_aimed, "{what}");

@@ -10,8 +10,10 @@
 //! turns about its ankle to keep its animated orientation relative to the ground, tilted by
 //! the slope (at most `max_tilt`). The weight blends all of it in and out.
 
-use super::lanes::{self, F, LaneMotion, LaneTransform, M3, Q, V3, gather};
-use super::two_bone::{self, ChainMotion, TwoBoneParams, check_params as check_two_bone};
+use super::lanes::{self, F, GroupModels, LaneMotion, LaneTransform, M3, Q, V3, gather};
+use super::two_bone::{
+    self, ChainMotion, ChainRanges, TwoBoneParams, check_params as check_two_bone,
+};
 use super::{
     Motion, Subtrees, arc, check_bone, check_direction, check_hierarchy, check_rest_length,
     check_unit_range, translate_subtree, weighted,
@@ -21,6 +23,7 @@ use crate::math::soa::LANES;
 use crate::pose_stage::{PoseStage, STAGE_GROUP, StageError, StagePose};
 use glam::{Affine3A, Mat3A, Quat, Vec3, Vec3A};
 use std::fmt;
+use std::ops::Range;
 
 /// The ground's height and normal under a point (world space, y up).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -409,9 +412,30 @@ struct LegLanes {
     usable: F,
 }
 
+/// The bones an entity's legs move, by the motion that moves them: each leg's chain
+/// ([`ChainRanges`]) and the foot's subtree (which turns alone where the leg's solve moves
+/// nothing).
+#[derive(Clone, Debug)]
+struct LegBones([(ChainRanges, Range<usize>); 2]);
+
+impl LegBones {
+    /// The bones that legs `[hip, knee, ankle]` (left, then right) move.
+    fn new(tree: Subtrees<'_>, bones: [usize; 6]) -> Self {
+        Self([0, 3].map(|at| {
+            let [hip, knee, ankle] = [bones[at], bones[at + 1], bones[at + 2]];
+            (
+                ChainRanges::new(tree, hip, knee, ankle),
+                ankle..tree.end(ankle),
+            )
+        }))
+    }
+}
+
 /// [`solve`] for up to [`LANES`] entities, one per lane (inputs checked): the same steps, each
-/// lane deciding its branches; the bones then move per entity with its lane's motions. An
-/// entity whose legs nest is solved alone by [`solve`]. Returns what each entity's solve did.
+/// lane deciding its branches; the bones then move across the lanes ([`GroupModels`]) where
+/// the entities share the rig and the leg bones, else per entity with its lane's motions (the
+/// same bits). An entity whose legs nest is solved alone by [`solve`]. Returns what each
+/// entity's solve did.
 fn place_lanes<G: GroundQuery + 'static>(
     inputs: &[FootPlacement],
     poses: &mut [StagePose<'_>],
@@ -431,6 +455,10 @@ fn place_lanes<G: GroundQuery + 'static>(
     // Per entity: weight, tilt limit, each knee's axis (zero without one).
     let (mut weights, mut max_tilts) = ([0.0f32; LANES], [0.0f32; LANES]);
     let mut knee_axes = [[Vec3A::ZERO; LANES]; 2];
+    // The bones each leg moves, when every entity the lanes solve moves the same ones (then
+    // the bones move across the lanes, else per entity).
+    let mut shared: Option<(&Rig, [usize; 6])> = None;
+    let mut uniform = true;
     for k in 0..n {
         let (p, pose) = (&inputs[k], &mut poses[k]);
         let transform = pose.transform.copied().unwrap_or_default();
@@ -455,8 +483,15 @@ fn place_lanes<G: GroundQuery + 'static>(
         for (axes, leg) in knee_axes.iter_mut().zip(&p.legs) {
             axes[k] = leg.knee_axis.map_or(Vec3A::ZERO, Vec3A::from);
         }
+        // The same rig and legs move the same bones.
+        match shared {
+            Some((rig, first)) => uniform &= std::ptr::eq(rig, pose.rig) && first == bones,
+            None => shared = Some((pose.rig, bones)),
+        }
         active[k] = true;
     }
+    let shared = (shared.filter(|_| uniform))
+        .map(|(rig, bones)| LegBones::new(Subtrees::Baked(rig.subtree_ends()), bones));
     if !active.iter().any(|&a| a) {
         return results;
     }
@@ -585,16 +620,35 @@ fn place_lanes<G: GroundQuery + 'static>(
                 & q.w.simd_eq(F::ONE)
         };
         let moves = (!(still(turns.start) & still(turns.mid)) | turns.reached).to_bitmask();
+        let reached = turns.reached.to_bitmask();
+        for (k, result) in results.iter_mut().enumerate().take(n) {
+            if ok_lanes & (1 << k) != 0 {
+                result.reached[leg] = reached & (1 << k) != 0;
+            }
+        }
+        if let Some(bones) = &shared {
+            let mut group = GroupModels::new(&mut poses[..n]);
+            let (moving, turning) = (ok_lanes & moves, ok_lanes & !moves);
+            let (chain, foot_bones) = &bones.0[leg];
+            for range in chain.start.clone() {
+                group.move_bones(&at_start, moving, range);
+            }
+            for range in chain.mid.clone() {
+                group.move_bones(&at_mid, moving, range);
+            }
+            group.move_bones(&foot, moving, chain.end.clone());
+            let turn = LaneMotion::turn(tilt, chains.e);
+            group.move_bones(&turn, turning, foot_bones.clone());
+            continue;
+        }
         let (starts, mids, feet) = (at_start.lanes(), at_mid.lanes(), foot.lanes());
         let feet_alone = (ok_lanes & !moves != 0).then(|| LaneMotion::turn(tilt, chains.e).lanes());
-        let reached = turns.reached.to_bitmask();
         for (k, pose) in poses.iter_mut().enumerate().take(n) {
             if ok_lanes & (1 << k) == 0 {
                 continue;
             }
             let tree = Subtrees::Baked(pose.rig.subtree_ends());
             let p = &inputs[k].legs[leg];
-            results[k].reached[leg] = reached & (1 << k) != 0;
             if moves & (1 << k) != 0 {
                 let params = leg_params(p, Vec3::ZERO, inputs[k].weight);
                 ChainMotion::from_parts(starts[k], mids[k]).move_bones(
@@ -701,8 +755,9 @@ mod tests {
 
     /// The batched stage gives each entity what the scalar job gives it (to rounding), the
     /// same reached flags and pelvis offset, and feet where the spec puts them; full groups
-    /// and partial ones, every unusual case next to ordinary ones; and each entity the same
-    /// bits alone as in its group.
+    /// and partial ones, every unusual case next to ordinary ones, groups whose entities all
+    /// move the same bones and groups mixing others in; and each entity the same bits alone as
+    /// in its group.
     #[test]
     fn the_lanes_agree_with_the_job() {
         let rig = biped();
@@ -710,9 +765,15 @@ mod tests {
         let (mut worst, mut worst_miss, mut reached_legs) = (0.0f32, 0.0f32, 0);
         for round in 0..60 {
             let n = [8, 5, 1, 7][round % 4];
-            let cases: Vec<Case> = (0..n)
+            let mut cases: Vec<Case> = (0..n)
                 .map(|k| case(&rig, &mut rng, (k + round) % 8))
                 .collect();
+            // Every other group has an entity whose legs are listed the other way round: its
+            // bones are not the others', so the group's bones move per entity, and each entity
+            // alone (across the lanes) must get the same bits.
+            if round % 2 == 1 {
+                cases[0].placement.legs.reverse();
+            }
             let inputs: Vec<FootPlacement> = cases.iter().map(|c| c.placement).collect();
             let mut models: Vec<Vec<Affine3A>> = cases.iter().map(|c| c.model.clone()).collect();
             let mut poses: Vec<StagePose<'_>> = (cases.iter().zip(&mut models))

@@ -17,8 +17,9 @@
 use super::Motion;
 use crate::asset::Transform;
 use crate::math::soa::LANES;
-use glam::{Mat3A, Vec3A};
-use std::ops::{Add, Mul, Neg, Sub};
+use crate::pose_stage::StagePose;
+use glam::{Affine3A, Mat3A, Vec3A};
+use std::ops::{Add, Mul, Neg, Range, Sub};
 use wide::f32x8;
 
 pub(crate) type F = f32x8;
@@ -435,6 +436,97 @@ impl LaneMotion {
     }
 }
 
+/// The model matrices of a group's entities, one per lane, moved a bone at a time across the
+/// lanes: a bone's matrix in each entity is read (two 8 × 8 transposes of the matrices as 16
+/// floats: three columns and the translation, each with its padding float), moved by its lane's
+/// motion, and written back to the entities whose lanes the move names. The stages use it for
+/// groups whose entities move the same bones.
+///
+/// A lane computes what [`Motion::move_bones`] computes for its entity, bit for bit: the same
+/// products and sums in the same order (glam's `Mat3A` product is three column sums, as
+/// [`M3::mul_mat`]), so a group moved this way equals its entities moved one at a time.
+pub(crate) struct GroupModels<'g> {
+    models: [&'g mut [Affine3A]; LANES],
+    /// Bones that every lane's entity has (0 with an empty lane).
+    shared: usize,
+}
+
+impl<'g> GroupModels<'g> {
+    /// The model matrices of `poses` (the first [`LANES`]; lanes past them are empty).
+    pub(crate) fn new(poses: &'g mut [StagePose<'_>]) -> Self {
+        let mut entities = poses.iter_mut();
+        let models: [&'g mut [Affine3A]; LANES] =
+            std::array::from_fn(|_| entities.next().map_or(&mut [][..], |p| &mut *p.model));
+        let shared = models.iter().map(|m| m.len()).min().unwrap_or(0);
+        Self { models, shared }
+    }
+
+    /// Moves bones `range` of the entities in lanes `lanes` (a bit per lane) by their lane's
+    /// motion (`model' = motion · model`), as [`Motion::move_bones`] does: an entity that lacks
+    /// a bone of the range is left alone.
+    #[inline]
+    pub(crate) fn move_bones(&mut self, motion: &LaneMotion, lanes: u32, range: Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        let mut lanes = lanes;
+        if range.end > self.shared {
+            for (k, model) in self.models.iter().enumerate() {
+                if range.end > model.len() {
+                    lanes &= !(1 << k);
+                }
+            }
+        }
+        if lanes == 0 {
+            return;
+        }
+        for bone in range {
+            let (lo, hi) = self.load(bone);
+            let column = |rows: &[F; 8], r: usize| V3 {
+                x: rows[r],
+                y: rows[r + 1],
+                z: rows[r + 2],
+            };
+            let m = motion.r.mul_mat(&M3 {
+                x: column(&lo, 0),
+                y: column(&lo, 4),
+                z: column(&hi, 0),
+            });
+            let t = motion.point(column(&hi, 4));
+            let lo = [m.x.x, m.x.y, m.x.z, lo[3], m.y.x, m.y.y, m.y.z, lo[7]];
+            let hi = [m.z.x, m.z.y, m.z.z, hi[3], t.x, t.y, t.z, hi[7]];
+            self.store(bone, lo, hi, lanes);
+        }
+    }
+
+    /// Bone `bone` of every lane's entity as 16 rows, in two halves: its matrix's floats in
+    /// column order, padding included (zero in empty lanes).
+    #[inline(always)]
+    fn load(&self, bone: usize) -> ([F; 8], [F; 8]) {
+        let (mut lo, mut hi) = ([F::ZERO; LANES], [F::ZERO; LANES]);
+        for (k, model) in self.models.iter().enumerate() {
+            if let Some(m) = model.get(bone) {
+                [lo[k], hi[k]] = bytemuck::cast::<Affine3A, [F; 2]>(*m);
+            }
+        }
+        (F::transpose(lo), F::transpose(hi))
+    }
+
+    /// Writes rows as [`GroupModels::load`] reads them into bone `bone` of the entities in
+    /// `lanes`.
+    #[inline(always)]
+    fn store(&mut self, bone: usize, lo: [F; 8], hi: [F; 8], lanes: u32) {
+        let (lo, hi) = (F::transpose(lo), F::transpose(hi));
+        for (k, model) in self.models.iter_mut().enumerate() {
+            if lanes & (1 << k) != 0
+                && let Some(m) = model.get_mut(bone)
+            {
+                *m = bytemuck::cast::<[F; 2], Affine3A>([lo[k], hi[k]]);
+            }
+        }
+    }
+}
+
 /// [`super::arc`] per lane: the shortest rotation from `from` to `to` (both non-zero).
 #[inline]
 pub(crate) fn arc(from: V3, to: V3) -> Q {
@@ -518,4 +610,79 @@ pub(crate) fn weighted(q: Q, w: F) -> Q {
     .normalize();
     let part = Q::select(s.simd_le(F::splat(1e-6)), chord, turned);
     Q::select(full, whole, part)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests unwrap: a failure is the test failing
+    use super::*;
+    use crate::ik::test_rig::{Rng, biped, bits, random_pose};
+    use crate::pose_stage::LocalPose;
+    use sinew_runtime::store::Entity;
+
+    /// Moving bones across the lanes gives each entity named the bits that moving its bones
+    /// alone with its lane's motion gives ([`Motion::move_bones`]), and leaves the other
+    /// entities, an entity that lacks a bone of the range included, as they were; groups of
+    /// every size.
+    #[test]
+    fn group_moves_equal_entity_moves() {
+        let rig = biped();
+        let mut rng = Rng::new(5);
+        for n in 1..=LANES {
+            let (local, _) = random_pose(&rig, &mut rng, 0.5);
+            let mut models: Vec<Vec<Affine3A>> =
+                (0..n).map(|_| random_pose(&rig, &mut rng, 1.0).1).collect();
+            // The last entity lacks bones 10 and up.
+            models[n - 1].truncate(10);
+            let before = models.clone();
+            let v = |rng: &mut Rng| Vec3A::new(rng.range(-2.0, 2.0), rng.range(0.0, 2.0), 0.3);
+            let q = |rng: &mut Rng| {
+                let q = rng.rotation(3.0);
+                Q {
+                    v: V3::new(q.x, q.y, q.z),
+                    w: F::splat(q.w),
+                }
+            };
+            // A motion per lane: lane k's rotation, pivot and destination.
+            let turns: Vec<Q> = (0..LANES).map(|_| q(&mut rng)).collect();
+            let pick = |c: fn(&Q) -> F| gather(|k| c(&turns[k]).to_array()[k]);
+            let motion = LaneMotion::turn_and_move(
+                Q {
+                    v: V3 {
+                        x: pick(|q| q.v.x),
+                        y: pick(|q| q.v.y),
+                        z: pick(|q| q.v.z),
+                    },
+                    w: pick(|q| q.w),
+                },
+                V3::gather(|_| v(&mut Rng::new(n as u64))),
+                V3::gather(|k| v(&mut Rng::new(k as u64 + 40))),
+            );
+            let lanes = 0b1011_0111u32;
+            for range in [3..12, 0..8] {
+                let mut poses: Vec<StagePose<'_>> = models
+                    .iter_mut()
+                    .map(|model| StagePose {
+                        entity: Entity::DANGLING,
+                        rig: &rig,
+                        local: LocalPose::aos(&local),
+                        model,
+                        transform: None,
+                    })
+                    .collect();
+                GroupModels::new(&mut poses).move_bones(&motion, lanes, range.clone());
+            }
+            for (k, (got, before)) in models.iter().zip(&before).enumerate() {
+                let mut want = before.clone();
+                if lanes & (1 << k) != 0 {
+                    for range in [3..12, 0..8] {
+                        motion.lanes()[k].move_bones(&mut want, range);
+                    }
+                }
+                assert_eq!(bits(got), bits(&want), "{n} entities, entity {k}");
+                let moved = got.iter().zip(before).any(|(a, b)| a != b);
+                assert_eq!(moved, lanes & (1 << k) != 0, "{n} entities, entity {k}");
+            }
+        }
+    }
 }

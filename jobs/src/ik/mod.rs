@@ -219,10 +219,10 @@ impl<'a> ChainMover<'a> {
     pub(crate) fn push(&mut self, model: &mut [Affine3A], joint: usize, motion: &Motion) {
         let composed = match self.moved.take() {
             Some((so_far, prev)) => {
-                let (prev_end, end) = (self.tree.end(prev), self.tree.end(joint));
-                let joint_at = joint.clamp(prev, prev_end);
-                so_far.move_bones(model, prev..joint_at);
-                so_far.move_bones(model, end.clamp(joint_at, prev_end)..prev_end);
+                let ends = (self.tree.end(prev), self.tree.end(joint));
+                for range in passed_bones(prev, joint, ends) {
+                    so_far.move_bones(model, range);
+                }
                 so_far.then(motion)
             }
             None => *motion,
@@ -236,6 +236,19 @@ impl<'a> ChainMover<'a> {
             motion.move_subtree(self.tree, model, joint);
         }
     }
+}
+
+/// The bones of chain joint `prev`'s subtree outside the next joint `joint`'s (`ends`: where
+/// the two subtrees end), where the motions composed down to `prev` are final
+/// ([`ChainMover::push`]).
+#[inline]
+pub(crate) fn passed_bones(
+    prev: usize,
+    joint: usize,
+    (prev_end, end): (usize, usize),
+) -> [Range<usize>; 2] {
+    let joint_at = joint.clamp(prev, prev_end);
+    [prev..joint_at, end.clamp(joint_at, prev_end)..prev_end]
 }
 
 /// Turns `bone` and its descendants rigidly by `q` (model space) about `pivot`.

@@ -33,6 +33,7 @@ use super::{
 use crate::asset::Rig;
 use crate::pose_stage::{PoseStage, StageError, StagePose};
 use glam::{Affine3A, Quat, Vec3, Vec3A};
+use std::ops::Range;
 
 /// Two-bone IK over model matrices.
 #[derive(Debug)]
@@ -312,23 +313,41 @@ impl ChainMotion {
         p: &TwoBoneParams,
         end: Option<&Motion>,
     ) {
+        let bones = ChainRanges::new(tree, p.start, p.mid, p.end);
+        for range in bones.start {
+            self.at_start.move_bones(model, range);
+        }
+        for range in bones.mid {
+            self.at_mid.move_bones(model, range);
+        }
+        end.unwrap_or(&self.at_mid).move_bones(model, bones.end);
+    }
+}
+
+/// The bones a two-bone solve moves, by the motion that moves them: the start joint's subtree
+/// outside the mid joint's (`start`), the mid joint's outside the end joint's (`mid`), and the
+/// end joint's (`end`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ChainRanges {
+    pub start: [Range<usize>; 2],
+    pub mid: [Range<usize>; 2],
+    pub end: Range<usize>,
+}
+
+impl ChainRanges {
+    pub(crate) fn new(tree: Subtrees<'_>, start: usize, mid: usize, end: usize) -> Self {
         // Each subtree is one run inside its ancestor's (depth-first parents): start's holds
         // mid's, which holds end's.
-        let start_end = tree.end(p.start).max(p.start);
-        let mid = p.mid.clamp(p.start, start_end);
-        let mid_end = tree.end(p.mid).clamp(mid, start_end);
-        self.at_start.move_bones(model, p.start..mid);
-        match end {
-            Some(end_motion) => {
-                let end = p.end.clamp(mid, mid_end);
-                let end_end = tree.end(p.end).clamp(end, mid_end);
-                self.at_mid.move_bones(model, mid..end);
-                end_motion.move_bones(model, end..end_end);
-                self.at_mid.move_bones(model, end_end..mid_end);
-            }
-            None => self.at_mid.move_bones(model, mid..mid_end),
+        let start_end = tree.end(start).max(start);
+        let mid_at = mid.clamp(start, start_end);
+        let mid_end = tree.end(mid).clamp(mid_at, start_end);
+        let end_at = end.clamp(mid_at, mid_end);
+        let end_end = tree.end(end).clamp(end_at, mid_end);
+        Self {
+            start: [start..mid_at, mid_end..start_end],
+            mid: [mid_at..end_at, end_end..mid_end],
+            end: end_at..end_end,
         }
-        self.at_start.move_bones(model, mid_end..start_end);
     }
 }
 

@@ -284,6 +284,7 @@ pub fn register_with_stages(
                 batch,
                 keep_model_poses,
                 stages: stages.clone(),
+                checked: Default::default(),
             });
             let exposed_bones = builder.add_node(ExposedBonesNode);
             builder
@@ -326,6 +327,7 @@ pub fn register_with_stages(
                     let node = builder.add_node(PoseStagesNode {
                         stages: stages.clone(),
                         point,
+                        checked: Default::default(),
                     });
                     builder.add_edge(before, node).add_edge(node, after);
                     node

@@ -12,7 +12,7 @@ use crate::frame::{
 };
 use crate::j8_remap_cache::RemapCache;
 use crate::pose_chain::{ChunkStages, PoseChainJob};
-use crate::pose_stage::{PoseStages, bind_chunk};
+use crate::pose_stage::{CheckedChunks, PoseStages, bind_chunk};
 use glam::Affine3A;
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
@@ -25,6 +25,8 @@ pub(super) struct PoseChainNode {
     pub(super) keep_model_poses: bool,
     /// Stages between job 7 and job 9; the node reads their inputs.
     pub(super) stages: PoseStages,
+    /// When each stage last checked each chunk (a check that still holds is not run again).
+    pub(super) checked: CheckedChunks,
 }
 
 impl Node for PoseChainNode {
@@ -75,16 +77,22 @@ impl Node for PoseChainNode {
         )>()?;
         let chunks = q.chunks();
         let views = self.stages.views(ctx)?;
-        let bound: Vec<_> = chunks
+        let ids: Vec<_> = chunks
             .iter()
-            .map(|c| {
-                bind_chunk(
-                    &views,
-                    ctx.scratch(),
-                    c.archetype_id(),
-                    c.chunk_id(),
-                    |_| true,
-                )
+            .map(|c| (c.archetype_id(), c.chunk_id()))
+            .collect();
+        let bound: Vec<_> = (ids.iter())
+            .map(|&(a, c)| bind_chunk(&views, ctx.scratch(), a, c, |_| true))
+            .collect();
+        // Stages whose last check of a chunk still holds (its input and rig columns unwritten
+        // since) are not checked again.
+        let checks = self.checked.of_store(ctx.store_id());
+        let checked: Vec<&[bool]> = (chunks.iter().zip(&bound))
+            .map(|(c, stages)| {
+                let rigs = c.changed_frame::<RigRef>();
+                let (a, id) = (c.archetype_id(), c.chunk_id());
+                let holds = stages.iter().map(|s| checks.holds(*s, a, id, rigs));
+                bumpalo::collections::Vec::from_iter_in(holds, ctx.scratch()).into_bump_slice()
             })
             .collect();
         let bone_ranges: Vec<(usize, usize)> = chunks
@@ -115,35 +123,51 @@ impl Node for PoseChainNode {
             .zip(palette_pieces)
             .zip(bone_ranges)
             .zip(palette_ranges)
-            .zip(&bound)
-            .map(|(((((chunk, model), palette), bones), pal), stages)| {
-                let (entities, parts) = chunk.into_parts();
-                let (rigs, animations, layer_weights, slots, cursors, skins, motion, transforms) =
-                    parts;
-                PoseChainJob {
-                    entities,
-                    rigs,
-                    animations,
-                    layer_weights,
-                    slots,
-                    cursors,
-                    skins,
-                    motion,
-                    transforms,
-                    remap,
-                    model,
-                    model_base: bones.0 as u32,
-                    palette,
-                    palette_base: pal.0 as u32,
-                    sequential_palette_writes,
-                    dt,
-                    stages: ChunkStages::new(stages),
-                }
-            })
+            .zip(bound.iter().zip(&checked))
+            .map(
+                |(((((chunk, model), palette), bones), pal), (stages, checked))| {
+                    let (entities, parts) = chunk.into_parts();
+                    let (
+                        rigs,
+                        animations,
+                        layer_weights,
+                        slots,
+                        cursors,
+                        skins,
+                        motion,
+                        transforms,
+                    ) = parts;
+                    PoseChainJob {
+                        entities,
+                        rigs,
+                        animations,
+                        layer_weights,
+                        slots,
+                        cursors,
+                        skins,
+                        motion,
+                        transforms,
+                        remap,
+                        model,
+                        model_base: bones.0 as u32,
+                        palette,
+                        palette_base: pal.0 as u32,
+                        sequential_palette_writes,
+                        dt,
+                        stages: ChunkStages::new(stages, checked),
+                    }
+                },
+            )
             .collect();
         // Every chunk is checked before any runs: a failing frame moves no entity, cursor or
         // root-motion accumulator.
         jobs.par_iter().try_for_each(PoseChainJob::validate)?;
+        let frame = ctx.frame();
+        for (&(a, c), stages) in ids.iter().zip(&bound) {
+            for &stage in *stages {
+                checks.record(stage, a, c, frame);
+            }
+        }
         jobs.into_par_iter().for_each(|job| job.run_parallel(batch));
         Ok(())
     }

@@ -6,8 +6,8 @@ use crate::asset::{Rig, Transform};
 use crate::component::{Animations, EntityTransform, FrameSlot, LayerWeights, RigRef};
 use crate::frame::{LocalPoses, ModelPoses, split_ranges};
 use crate::pose_stage::{
-    ChunkStage, LocalPose, LocalPoseMut, LocalStagePose, PoseStages, StagePoint, StagePose,
-    bind_chunk,
+    CheckedChunks, ChunkStage, LocalPose, LocalPoseMut, LocalStagePose, PoseStages, StagePoint,
+    StagePose, bind_chunk,
 };
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
@@ -19,6 +19,8 @@ pub(super) struct PoseStagesNode {
     pub(super) stages: PoseStages,
     /// Which of the stages this node runs.
     pub(super) point: StagePoint,
+    /// When each stage last checked each chunk (a check that still holds is not run again).
+    pub(super) checked: CheckedChunks,
 }
 
 impl PoseStagesNode {
@@ -68,16 +70,36 @@ impl Node for PoseStagesNode {
             .iter()
             .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), bone_range))
             .collect();
+        // Per chunk: its ids, and per bound stage whether its last check still holds.
+        let checks = self.checked.of_store(ctx.store_id());
+        let held: Vec<_> = (chunks.iter().zip(&bound))
+            .map(|(c, stages)| {
+                let (a, k, rigs) = (c.archetype_id(), c.chunk_id(), c.changed_frame::<RigRef>());
+                let holds: Vec<bool> = stages
+                    .iter()
+                    .map(|s| checks.holds(*s, a, k, rigs))
+                    .collect();
+                (a, k, holds)
+            })
+            .collect();
         let rows: Vec<_> = chunks.into_iter().map(|c| c.into_parts()).collect();
         // Every entity is checked before any moves.
-        rows.par_iter()
-            .zip(&bound)
-            .try_for_each(|((entities, (rigs, _, _)), stages)| {
-                for stage in stages.iter() {
-                    stage.check_rows(0, entities, rigs)?;
+        rows.par_iter().zip(&bound).zip(&held).try_for_each(
+            |(((entities, (rigs, _, _)), stages), (_, _, holds))| {
+                for (stage, &holds) in stages.iter().zip(holds) {
+                    if !holds {
+                        stage.check_rows(0, entities, rigs)?;
+                    }
                 }
                 Ok::<_, NodeError>(())
-            })?;
+            },
+        )?;
+        let frame = ctx.frame();
+        for (&(a, k, _), stages) in held.iter().zip(&bound) {
+            for &stage in *stages {
+                checks.record(stage, a, k, frame);
+            }
+        }
         if point != StagePoint::Propagated {
             let mut local = ctx.resource_mut::<LocalPoses>()?;
             let pieces = split_ranges(&mut local.0, &ranges)

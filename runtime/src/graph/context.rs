@@ -155,6 +155,11 @@ impl<'a> NodeContext<'a> {
         self.store.frame()
     }
 
+    /// The store's id ([`Store::id`](crate::store::Store::id)).
+    pub fn store_id(&self) -> u64 {
+        self.store.id()
+    }
+
     /// Number of live entities.
     pub fn entity_count(&self) -> usize {
         self.store.len()

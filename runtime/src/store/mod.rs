@@ -160,6 +160,12 @@ impl Store {
         }
     }
 
+    /// This store's id: no other store of the process has it (state kept about one store's
+    /// chunks, such as their change frames, is told apart from another's by it).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// The configured chunk size in bytes.
     pub fn chunk_bytes(&self) -> usize {
         self.chunk_bytes
@@ -779,6 +785,19 @@ impl<C: Component> ComponentView<'_, C> {
         Some(unsafe {
             std::slice::from_raw_parts(chunk.base().add(offset).cast::<C>(), chunk.len())
         })
+    }
+
+    /// The frame at which the column of `C` in one chunk was last written (or its rows last
+    /// changed: spawns, moves and removals stamp every column of the chunks they touch), as
+    /// [`QueryChunk::changed_frame`]; `None` when the archetype has no `C` or the ids name no
+    /// chunk. A node that checks a chunk's values once can tell from it that they are the
+    /// ones it checked.
+    pub fn chunk_changed_frame(&self, archetype: ArchetypeId, chunk: ChunkId) -> Option<u64> {
+        let store = self.store;
+        let component = store.registry.get(TypeId::of::<C>())?;
+        let archetype = store.archetypes.get(archetype.0 as usize)?;
+        let col = archetype.column_index(component)?;
+        Some(archetype.chunks.get(chunk.0 as usize)?.changed_frame(col))
     }
 }
 

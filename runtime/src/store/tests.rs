@@ -450,6 +450,43 @@ fn changed_since_filters_chunks() {
 }
 
 #[test]
+fn a_view_tells_when_a_chunk_column_changed() {
+    let mut s = Store::with_chunk_bytes(384); // 12 rows per chunk
+    let es = s
+        .spawn_batch((0..36).map(|i| (Pos(i as f32, 0.0, 0.0), Vel(0.0, 0.0, 0.0))))
+        .unwrap();
+    let mut chunks = Vec::new();
+    s.query::<&Pos>()
+        .unwrap()
+        .for_each_chunk(|c| chunks.push((c.archetype_id(), c.chunk_id())));
+    let f1 = s.advance_frame();
+    s.get_mut::<Pos>(es[13]).unwrap().0 = -1.0; // chunk 1
+    let frames = |s: &Store| -> Vec<Option<u64>> {
+        let view = s.view_shared::<Pos>().unwrap();
+        chunks
+            .iter()
+            .map(|&(a, c)| view.chunk_changed_frame(a, c))
+            .collect()
+    };
+    assert_eq!(frames(&s), [Some(0), Some(f1), Some(0)]);
+    let f2 = s.advance_frame();
+    s.despawn(es[0]).unwrap(); // moves the last row into chunk 0
+    assert_eq!(frames(&s), [Some(f2), Some(f1), Some(0)]);
+    // No such column, no such chunk.
+    let (a, c) = chunks[0];
+    assert_eq!(
+        s.view_shared::<Tag>().unwrap().chunk_changed_frame(a, c),
+        None
+    );
+    assert_eq!(
+        s.view_shared::<Pos>()
+            .unwrap()
+            .chunk_changed_frame(a, ChunkId(9)),
+        None
+    );
+}
+
+#[test]
 fn command_buffer_from_many_rayon_threads() {
     let mut s = Store::new();
     let victims = s
