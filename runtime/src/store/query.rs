@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use rayon::prelude::*;
 
 use super::archetype::{Archetype, ArchetypeId};
-use super::borrow::{BorrowRequest, BorrowSet, RequestList};
+use super::borrow::{BorrowRequest, BorrowSet, RequestList, SlotHint, SmallList};
 use super::chunk::{Chunk, ChunkId};
 use super::{Component, Entity, Store, StoreError};
 
@@ -304,9 +304,10 @@ pub(crate) fn query_access<Q: QueryParam>() -> Result<QueryAccess<Q>, StoreError
 pub struct Query<'w, Q: QueryParam> {
     store: &'w Store,
     _borrows: BorrowSet<'w>,
-    with: Vec<TypeId>,
-    without: Vec<TypeId>,
-    changed: Vec<(TypeId, u64)>,
+    // Filters kept inline (a query names a few), so that building one allocates nothing.
+    with: SmallList<TypeId>,
+    without: SmallList<TypeId>,
+    changed: SmallList<(TypeId, u64)>,
     _q: PhantomData<fn() -> Q>,
 }
 
@@ -314,9 +315,9 @@ impl<Q: QueryParam> fmt::Debug for Query<'_, Q> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Query")
             .field("query", &std::any::type_name::<Q>())
-            .field("with", &self.with.len())
-            .field("without", &self.without.len())
-            .field("changed", &self.changed)
+            .field("with", &self.with.as_slice().len())
+            .field("without", &self.without.as_slice().len())
+            .field("changed", &self.changed.as_slice())
             .finish()
     }
 }
@@ -358,21 +359,23 @@ struct Visit<S> {
 
 impl<'w, Q: QueryParam> Query<'w, Q> {
     pub(crate) fn new(store: &'w Store) -> Result<Self, StoreError> {
-        Self::with_access(store, &query_access::<Q>()?)
+        Self::with_access(store, &query_access::<Q>()?, |_| None)
     }
 
-    /// A query taking the borrows of `access` (computed once by a caller that also checked it).
-    pub(crate) fn with_access(
+    /// A query taking the borrows of `access` (computed once by a caller that also checked it),
+    /// `hint(k)` the flag slot hint of its `k`-th type.
+    pub(crate) fn with_access<'h>(
         store: &'w Store,
         access: &QueryAccess<Q>,
+        hint: impl Fn(usize) -> Option<&'h SlotHint>,
     ) -> Result<Self, StoreError> {
-        let borrows = store.borrows.acquire(access.as_slice())?;
+        let borrows = store.borrows.acquire(access.as_slice(), hint)?;
         Ok(Self {
             store,
             _borrows: borrows,
-            with: Vec::new(),
-            without: Vec::new(),
-            changed: Vec::new(),
+            with: SmallList::new(TypeId::of::<()>()),
+            without: SmallList::new(TypeId::of::<()>()),
+            changed: SmallList::new((TypeId::of::<()>(), 0)),
             _q: PhantomData,
         })
     }
@@ -412,11 +415,11 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
                 .and_then(|id| archetype.column_index(id))
                 .is_some()
         };
-        if !self.with.iter().all(has) || self.without.iter().any(has) {
+        if !self.with.as_slice().iter().all(has) || self.without.as_slice().iter().any(has) {
             return None;
         }
         changed.clear();
-        for (t, frame) in &self.changed {
+        for (t, frame) in self.changed.as_slice() {
             let col = registry.get(*t).and_then(|id| archetype.column_index(id))?;
             changed.push((col, *frame));
         }
@@ -565,8 +568,11 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
     pub fn chunks(&mut self) -> Vec<QueryChunk<'_, Q>> {
         let store = self.store;
         let frame = store.frame;
-        let mut views = Vec::with_capacity(self.chunk_bound());
+        let bound = self.chunk_bound();
+        let mut views = Vec::new();
         self.visit(|archetype, chunk, v| {
+            // Reserved at the first match: a query that matches nothing allocates nothing.
+            views.reserve_exact(bound);
             // SAFETY: `chunk` belongs to the archetype the state was prepared for.
             let ptr = unsafe { Q::Fetch::ptr(v.state, chunk, frame) };
             views.push(QueryChunk::new(store, archetype, chunk, v, ptr));
