@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use rayon::prelude::*;
 
 use super::archetype::{Archetype, ArchetypeId};
-use super::borrow::{BorrowRequest, BorrowSet, RequestList, SlotHint, SmallList};
+use super::borrow::{BorrowRequest, BorrowSet, RequestList, SlotHint};
 use super::chunk::{Chunk, ChunkId};
 use super::{Component, Entity, Store, StoreError};
 
@@ -304,10 +304,9 @@ pub(crate) fn query_access<Q: QueryParam>() -> Result<QueryAccess<Q>, StoreError
 pub struct Query<'w, Q: QueryParam> {
     store: &'w Store,
     _borrows: BorrowSet<'w>,
-    // Filters kept inline (a query names a few), so that building one allocates nothing.
-    with: SmallList<TypeId>,
-    without: SmallList<TypeId>,
-    changed: SmallList<(TypeId, u64)>,
+    with: Vec<TypeId>,
+    without: Vec<TypeId>,
+    changed: Vec<(TypeId, u64)>,
     _q: PhantomData<fn() -> Q>,
 }
 
@@ -315,9 +314,9 @@ impl<Q: QueryParam> fmt::Debug for Query<'_, Q> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Query")
             .field("query", &std::any::type_name::<Q>())
-            .field("with", &self.with.as_slice().len())
-            .field("without", &self.without.as_slice().len())
-            .field("changed", &self.changed.as_slice())
+            .field("with", &self.with.len())
+            .field("without", &self.without.len())
+            .field("changed", &self.changed)
             .finish()
     }
 }
@@ -373,9 +372,9 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
         Ok(Self {
             store,
             _borrows: borrows,
-            with: SmallList::new(TypeId::of::<()>()),
-            without: SmallList::new(TypeId::of::<()>()),
-            changed: SmallList::new((TypeId::of::<()>(), 0)),
+            with: Vec::new(),
+            without: Vec::new(),
+            changed: Vec::new(),
             _q: PhantomData,
         })
     }
@@ -415,11 +414,11 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
                 .and_then(|id| archetype.column_index(id))
                 .is_some()
         };
-        if !self.with.as_slice().iter().all(has) || self.without.as_slice().iter().any(has) {
+        if !self.with.iter().all(has) || self.without.iter().any(has) {
             return None;
         }
         changed.clear();
-        for (t, frame) in self.changed.as_slice() {
+        for (t, frame) in &self.changed {
             let col = registry.get(*t).and_then(|id| archetype.column_index(id))?;
             changed.push((col, *frame));
         }
