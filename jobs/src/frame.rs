@@ -281,6 +281,17 @@ mod tests {
         assert_eq!(parts[2], &[5, 6, 7]);
         assert!(split_ranges(&mut v, &[(2, 4), (3, 5)]).is_none());
         assert!(split_ranges(&mut v, &[(8, 11)]).is_none());
+        assert!(split_ranges(&mut v, &[(4, 3)]).is_none());
+        // One range at a time, as the pose chain cuts them: the same pieces.
+        let mut pieces = Pieces::new(&mut v);
+        assert_eq!(pieces.take((1, 3)).unwrap(), &[1, 2]);
+        assert!(
+            pieces.take((2, 4)).is_none(),
+            "starts inside the last piece"
+        );
+        assert_eq!(pieces.take((5, 8)).unwrap(), &[5, 6, 7]);
+        assert!(pieces.take((9, 11)).is_none(), "past the end");
+        assert_eq!(pieces.take((9, 10)).unwrap(), &[9]);
     }
 
     /// The parallel rebuild of the instance table equals the sequential scatter for any
