@@ -38,6 +38,7 @@ pub struct Graph {
     roots: Vec<usize>,
     /// Per-frame countdown of unfinished predecessors, kept between frames to avoid allocating.
     remaining: Vec<AtomicUsize>,
+    /// Per node, whether it ran in under [`LIGHT`] last frame (none before the first).
     light: Vec<bool>,
     commands: CommandBuffer,
     /// Node indices in dependency order (Kahn's algorithm, ties in insertion order): the order
