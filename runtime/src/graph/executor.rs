@@ -273,8 +273,10 @@ impl Graph {
     /// under 5 µs last frame (light nodes: handing them to another thread would cost more),
     /// then with the last of the others, and spawns rayon tasks only for the rest; so a chain
     /// of nodes runs on one thread without a hand-off per node, and a small crowd's cheap nodes
-    /// do not wake idle workers. The roots start on the calling thread the same way. Results do
-    /// not depend on this: a node starts only once its inputs are complete.
+    /// do not wait for a worker to wake. The roots are spawned, except the last, which starts
+    /// on the calling thread: a root wakes an idle worker at the start of the frame, which is
+    /// then awake when a heavy node splits its work. Results do not depend on this: a node
+    /// starts only once its inputs are complete.
     ///
     /// A node that returns an error or panics stops the frame: no new node starts, running ones
     /// finish, the commands recorded during the frame are discarded, and the error names the
@@ -310,12 +312,14 @@ impl Graph {
         };
         rayon::scope(|scope| {
             let frame = &frame;
-            let mut ready = Ready::default();
-            for &r in &self.roots {
-                frame.make_ready(scope, &mut ready, r);
+            // Roots are spawned, light or not, except the last: an idle worker wakes for them
+            // at the start of the frame and is awake when a heavy node splits its work.
+            if let Some((&last, others)) = self.roots.split_last() {
+                for &r in others {
+                    scope.spawn(move |scope| frame.run_ready(scope, Ready::heavy(r)));
+                }
+                frame.run_ready(scope, Ready::heavy(last));
             }
-            // The last heavy root (often the head of the longest chain) runs on this thread.
-            frame.run_ready(scope, ready);
         });
         let failure = frame
             .failure
