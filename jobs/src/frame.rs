@@ -227,18 +227,39 @@ pub fn split_ranges<'a, T>(
     buf: &'a mut [T],
     ranges: &[(usize, usize)],
 ) -> Option<Vec<&'a mut [T]>> {
-    let mut lengths = Vec::with_capacity(ranges.len() * 2);
-    let mut cursor = 0usize;
-    for &(a, b) in ranges {
-        if a < cursor || b < a {
+    let mut pieces = Pieces::new(buf);
+    ranges.iter().map(|&r| pieces.take(r)).collect()
+}
+
+/// Cuts pieces off a buffer one at a time, in increasing order, as [`split_ranges`] does for a
+/// list of ranges: for a caller that builds one job per range as it goes.
+#[derive(Debug)]
+pub struct Pieces<'a, T> {
+    rest: &'a mut [T],
+    /// The index in the whole buffer of `rest[0]`.
+    at: usize,
+}
+
+impl<'a, T> Pieces<'a, T> {
+    /// Pieces of `buf`.
+    pub fn new(buf: &'a mut [T]) -> Self {
+        Self { rest: buf, at: 0 }
+    }
+
+    /// The piece `[start, end)` of the buffer (the part before it is skipped), or `None` when
+    /// it starts before the end of the last piece taken, ends before it starts, or runs past
+    /// the buffer.
+    pub fn take(&mut self, (start, end): (usize, usize)) -> Option<&'a mut [T]> {
+        let skip = start.checked_sub(self.at)?;
+        let len = end.checked_sub(start)?;
+        if skip.checked_add(len)? > self.rest.len() {
             return None;
         }
-        lengths.push(a - cursor);
-        lengths.push(b - a);
-        cursor = b;
+        let (_, tail) = std::mem::take(&mut self.rest).split_at_mut(skip);
+        let (piece, tail) = tail.split_at_mut(len);
+        (self.rest, self.at) = (tail, end);
+        Some(piece)
     }
-    let parts = split_lengths(buf, lengths)?;
-    Some(parts.into_iter().skip(1).step_by(2).collect())
 }
 
 #[cfg(test)]
@@ -260,6 +281,17 @@ mod tests {
         assert_eq!(parts[2], &[5, 6, 7]);
         assert!(split_ranges(&mut v, &[(2, 4), (3, 5)]).is_none());
         assert!(split_ranges(&mut v, &[(8, 11)]).is_none());
+        assert!(split_ranges(&mut v, &[(4, 3)]).is_none());
+        // One range at a time, as the pose chain cuts them: the same pieces.
+        let mut pieces = Pieces::new(&mut v);
+        assert_eq!(pieces.take((1, 3)).unwrap(), &[1, 2]);
+        assert!(
+            pieces.take((2, 4)).is_none(),
+            "starts inside the last piece"
+        );
+        assert_eq!(pieces.take((5, 8)).unwrap(), &[5, 6, 7]);
+        assert!(pieces.take((9, 11)).is_none(), "past the end");
+        assert_eq!(pieces.take((9, 10)).unwrap(), &[9]);
     }
 
     /// The parallel rebuild of the instance table equals the sequential scatter for any

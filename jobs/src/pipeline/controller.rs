@@ -36,7 +36,12 @@ impl Node for ControllerNode {
             .with::<Animations>()
             .with::<LayerWeights>()
             .with::<FrameSlot>();
-        check.chunks().into_par_iter().try_for_each(|chunk| {
+        let checked = check.chunks();
+        if checked.is_empty() {
+            // No entity has a controller (the advance below queries the same entities).
+            return Ok(());
+        }
+        checked.into_par_iter().try_for_each(|chunk| {
             let (entities, (rigs, states)) = chunk.into_parts();
             state_machine_checks(entities, rigs, states, dt)
         })?;

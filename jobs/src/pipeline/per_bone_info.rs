@@ -79,6 +79,9 @@ impl Node for PerBoneInfoNode {
     }
 }
 
+/// The fewest entities per range of the instance table's parallel rebuild.
+const PALETTE_OFFSETS_BLOCK: usize = 4096;
+
 /// The instance table from this frame's slots, in parallel over ranges of entity indices (one
 /// per worker thread; see [`PaletteOffsets::rebuild`]).
 fn write_palette_offsets(ctx: &NodeContext<'_>) -> Result<(), NodeError> {
@@ -89,6 +92,10 @@ fn write_palette_offsets(ctx: &NodeContext<'_>) -> Result<(), NodeError> {
         .with::<Animations>()
         .with::<LayerWeights>();
     let runs: Vec<_> = q.chunks().into_iter().map(|c| c.into_parts()).collect();
-    table.rebuild(&runs, rayon::current_num_threads());
+    // A range per worker, of at least PALETTE_OFFSETS_BLOCK entities: waking a worker for a
+    // few hundred entries costs more than writing them.
+    let entities: usize = runs.iter().map(|r| r.0.len()).sum();
+    let blocks = (rayon::current_num_threads()).min(entities.div_ceil(PALETTE_OFFSETS_BLOCK));
+    table.rebuild(&runs, blocks.max(1));
     Ok(())
 }

@@ -8,12 +8,11 @@ use crate::component::{
 };
 use crate::frame::{
     FrameOffsets, FrameSpans, LocalPoses, ModelPoses, PaletteBuffer, PaletteDestination,
-    PaletteEntry, resize_frame_buffer, split_ranges,
+    PaletteEntry, Pieces, resize_frame_buffer,
 };
 use crate::j8_remap_cache::RemapCache;
 use crate::pose_chain::{ChunkStages, PoseChainJob};
 use crate::pose_stage::{CheckedChunks, PoseStages, bind_chunk};
-use glam::Affine3A;
 use rayon::prelude::*;
 use sinew_runtime::graph::{Access, Node, NodeContext, NodeError};
 use sinew_runtime::store::ScopedSlice;
@@ -77,94 +76,74 @@ impl Node for PoseChainNode {
         )>()?;
         let chunks = q.chunks();
         let views = self.stages.views(ctx)?;
-        let ids: Vec<_> = chunks
-            .iter()
-            .map(|c| (c.archetype_id(), c.chunk_id()))
-            .collect();
-        let bound: Vec<_> = (ids.iter())
-            .map(|&(a, c)| bind_chunk(&views, ctx.scratch(), a, c, |_| true))
-            .collect();
         // Stages whose last check of a chunk still holds (its input and rig columns unwritten
         // since) are not checked again.
         let checks = self.checked.of_store(ctx.store_id());
-        let checked: Vec<&[bool]> = (chunks.iter().zip(&bound))
-            .map(|(c, stages)| {
-                let rigs = c.changed_frame::<RigRef>();
-                let (a, id) = (c.archetype_id(), c.chunk_id());
-                let holds = stages.iter().map(|s| checks.holds(*s, a, id, rigs));
-                bumpalo::collections::Vec::from_iter_in(holds, ctx.scratch()).into_bump_slice()
-            })
-            .collect();
-        let bone_ranges: Vec<(usize, usize)> = chunks
-            .iter()
-            .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), bone_range))
-            .collect();
-        let model_pieces: Vec<Option<&mut [Affine3A]>> = if self.keep_model_poses {
+        let mut model_pieces = if self.keep_model_poses {
             resize_frame_buffer(&mut model.0, totals.bones as usize);
-            split_ranges(&mut model.0, &bone_ranges)
-                .ok_or_else(|| NodeError::new("pose chain: bone ranges do not fit model poses"))?
-                .into_iter()
-                .map(Some)
-                .collect()
+            Some(Pieces::new(&mut model.0[..]))
         } else {
             model.0.clear();
-            chunks.iter().map(|_| None).collect()
+            None
         };
-        let palette_ranges: Vec<(usize, usize)> = chunks
-            .iter()
-            .map(|c| slot_range(c.read_column::<FrameSlot>().unwrap_or(&[]), palette_range))
-            .collect();
-        let palette_pieces = split_ranges(palette, &palette_ranges)
-            .ok_or_else(|| NodeError::new("pose chain: palette ranges do not fit the palette"))?;
+        let mut palette_pieces = Pieces::new(palette);
         let (remap, batch) = (&*remap, self.batch);
-        let jobs: Vec<PoseChainJob<'_>> = chunks
-            .into_iter()
-            .zip(model_pieces)
-            .zip(palette_pieces)
-            .zip(bone_ranges)
-            .zip(palette_ranges)
-            .zip(bound.iter().zip(&checked))
-            .map(
-                |(((((chunk, model), palette), bones), pal), (stages, checked))| {
-                    let (entities, parts) = chunk.into_parts();
-                    let (
-                        rigs,
-                        animations,
-                        layer_weights,
-                        slots,
-                        cursors,
-                        skins,
-                        motion,
-                        transforms,
-                    ) = parts;
-                    PoseChainJob {
-                        entities,
-                        rigs,
-                        animations,
-                        layer_weights,
-                        slots,
-                        cursors,
-                        skins,
-                        motion,
-                        transforms,
-                        remap,
-                        model,
-                        model_base: bones.0 as u32,
-                        palette,
-                        palette_base: pal.0 as u32,
-                        sequential_palette_writes,
-                        dt,
-                        stages: ChunkStages::new(stages, checked),
-                    }
-                },
-            )
-            .collect();
+        // One job per chunk, with the chunk's pieces of the model and palette buffers.
+        let mut jobs = Vec::with_capacity(chunks.len());
+        let mut bound = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            let slots = chunk.read_column::<FrameSlot>().unwrap_or(&[]);
+            let (bones, pal) = (
+                slot_range(slots, bone_range),
+                slot_range(slots, palette_range),
+            );
+            let model = match &mut model_pieces {
+                Some(pieces) => Some(pieces.take(bones).ok_or_else(|| {
+                    NodeError::new("pose chain: bone ranges do not fit model poses")
+                })?),
+                None => None,
+            };
+            let palette = palette_pieces.take(pal).ok_or_else(|| {
+                NodeError::new("pose chain: palette ranges do not fit the palette")
+            })?;
+            let (archetype, chunk_id) = (chunk.archetype_id(), chunk.chunk_id());
+            let stages = bind_chunk(&views, ctx.scratch(), archetype, chunk_id, |_| true);
+            let rigs = chunk.changed_frame::<RigRef>();
+            let holds = stages
+                .iter()
+                .map(|s| checks.holds(*s, archetype, chunk_id, rigs));
+            let checked =
+                bumpalo::collections::Vec::from_iter_in(holds, ctx.scratch()).into_bump_slice();
+            bound.push((archetype, chunk_id, stages));
+            let (entities, parts) = chunk.into_parts();
+            let (rigs, animations, layer_weights, slots, cursors, skins, motion, transforms) =
+                parts;
+            jobs.push(PoseChainJob {
+                entities,
+                rigs,
+                animations,
+                layer_weights,
+                slots,
+                cursors,
+                skins,
+                motion,
+                transforms,
+                remap,
+                model,
+                model_base: bones.0 as u32,
+                palette,
+                palette_base: pal.0 as u32,
+                sequential_palette_writes,
+                dt,
+                stages: ChunkStages::new(stages, checked),
+            });
+        }
         // Every chunk is checked before any runs: a failing frame moves no entity, cursor or
         // root-motion accumulator.
         jobs.par_iter().try_for_each(PoseChainJob::validate)?;
         let frame = ctx.frame();
-        for (&(a, c), stages) in ids.iter().zip(&bound) {
-            for &stage in *stages {
+        for &(a, c, stages) in &bound {
+            for &stage in stages {
                 checks.record(stage, a, c, frame);
             }
         }

@@ -78,6 +78,24 @@ impl Access {
         self.writes.iter().any(|w| w.0 == id)
     }
 
+    /// The index of `id`'s declaration among all of them (reads first, then writes) that
+    /// allows the access: a write declaration for `write`, else the read declaration or, failing
+    /// that, the write one. `None` if undeclared. [`Access::declarations`] entries are numbered
+    /// alike.
+    pub(crate) fn declaration(&self, id: TypeId, write: bool) -> Option<usize> {
+        let in_writes = || self.writes.iter().position(|w| w.0 == id);
+        if write {
+            return in_writes().map(|i| self.reads.len() + i);
+        }
+        (self.reads.iter().position(|r| r.0 == id))
+            .or_else(|| in_writes().map(|i| self.reads.len() + i))
+    }
+
+    /// How many declarations there are (reads and writes).
+    pub(crate) fn declarations(&self) -> usize {
+        self.reads.len() + self.writes.len()
+    }
+
     pub(crate) fn write_entries(&self) -> &[(TypeId, &'static str)] {
         &self.writes
     }

@@ -9,7 +9,7 @@ use super::error::AccessKind;
 use super::{Access, AccessError};
 use crate::store::{
     CommandBuffer, Component, ComponentView, Query, QueryParam, Res, ResMut, ScopedSlice,
-    ScopedSliceGuard, Store, StoreError, query_access,
+    ScopedSliceGuard, SlotHint, Store, StoreError, query_access,
 };
 
 /// The view of the store and frame services given to [`Node::run`](super::Node::run).
@@ -25,6 +25,8 @@ pub struct NodeContext<'a> {
     pub(crate) store: &'a Store,
     pub(crate) name: &'a str,
     pub(crate) access: &'a Access,
+    /// The borrow flag slot of each declared type, numbered as [`Access::declaration`].
+    pub(crate) hints: &'a [SlotHint],
     pub(crate) commands: &'a CommandBuffer,
     pub(crate) scratch: &'a Bump,
 }
@@ -68,14 +70,21 @@ impl<'a> NodeContext<'a> {
         }
     }
 
-    fn check(&self, id: TypeId, type_name: &'static str, write: bool) -> Result<(), AccessError> {
-        if write && !self.access.can_write(id) {
-            return Err(self.undeclared(type_name, AccessKind::Write));
-        }
-        if !write && !self.access.can_read(id) {
-            return Err(self.undeclared(type_name, AccessKind::Read));
-        }
-        Ok(())
+    /// The slot hint of `id`'s declaration for the access, or [`AccessError::Undeclared`].
+    fn check(
+        &self,
+        id: TypeId,
+        type_name: &'static str,
+        write: bool,
+    ) -> Result<&'a SlotHint, AccessError> {
+        let kind = if write {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        (self.access.declaration(id, write))
+            .and_then(|d| self.hints.get(d))
+            .ok_or_else(|| self.undeclared(type_name, kind))
     }
 
     /// A query (see [`Store::query`]); every `&T` needs declared read access, every `&mut T`
@@ -86,11 +95,17 @@ impl<'a> NodeContext<'a> {
     /// [`AccessError::Store`] with [`StoreError::QueryAliasing`].
     pub fn query<Q: QueryParam>(&self) -> Result<Query<'a, Q>, AccessError> {
         let list = query_access::<Q>().map_err(|e| self.store_error(e))?;
-        for &(id, name, write) in list.as_slice() {
-            self.check(id, name, write)?;
+        let requests = list.as_slice();
+        // At most one hint per query element inline (up to 8); longer lists look the rest up.
+        let mut hints: [Option<&SlotHint>; 8] = [None; 8];
+        for (k, &(id, name, write)) in requests.iter().enumerate() {
+            let hint = self.check(id, name, write)?;
+            if let Some(h) = hints.get_mut(k) {
+                *h = Some(hint);
+            }
         }
         self.store
-            .query_shared::<Q>(&list)
+            .query_shared::<Q>(&list, |k| hints.get(k).copied().flatten())
             .map_err(|e| self.store_error(e))
     }
 
@@ -99,9 +114,9 @@ impl<'a> NodeContext<'a> {
     /// # Errors
     /// [`AccessError::Undeclared`], [`AccessError::BorrowConflict`].
     pub fn view<C: Component>(&self) -> Result<ComponentView<'a, C>, AccessError> {
-        self.check(TypeId::of::<C>(), std::any::type_name::<C>(), false)?;
+        let hint = self.check(TypeId::of::<C>(), std::any::type_name::<C>(), false)?;
         self.store
-            .view_shared::<C>()
+            .view_shared::<C>(Some(hint))
             .map_err(|e| self.store_error(e))
     }
 
@@ -111,9 +126,9 @@ impl<'a> NodeContext<'a> {
     /// [`AccessError::Undeclared`], [`AccessError::BorrowConflict`], or
     /// [`AccessError::Store`] with [`StoreError::MissingResource`].
     pub fn resource<R: Component>(&self) -> Result<Res<'a, R>, AccessError> {
-        self.check(TypeId::of::<R>(), std::any::type_name::<R>(), false)?;
+        let hint = self.check(TypeId::of::<R>(), std::any::type_name::<R>(), false)?;
         self.store
-            .resource_shared::<R>()
+            .resource_shared::<R>(Some(hint))
             .map_err(|e| self.store_error(e))
     }
 
@@ -122,9 +137,9 @@ impl<'a> NodeContext<'a> {
     /// # Errors
     /// As [`NodeContext::resource`].
     pub fn resource_mut<R: Component>(&self) -> Result<ResMut<'a, R>, AccessError> {
-        self.check(TypeId::of::<R>(), std::any::type_name::<R>(), true)?;
+        let hint = self.check(TypeId::of::<R>(), std::any::type_name::<R>(), true)?;
         self.store
-            .resource_mut_shared::<R>()
+            .resource_mut_shared::<R>(Some(hint))
             .map_err(|e| self.store_error(e))
     }
 
@@ -135,13 +150,13 @@ impl<'a> NodeContext<'a> {
     /// [`AccessError::Undeclared`], [`AccessError::BorrowConflict`], or
     /// [`AccessError::Store`] with [`StoreError::NoScopedSlice`].
     pub fn scoped_slice_mut<T: Component>(&self) -> Result<ScopedSliceGuard<'a, T>, AccessError> {
-        self.check(
+        let hint = self.check(
             TypeId::of::<ScopedSlice<T>>(),
             std::any::type_name::<ScopedSlice<T>>(),
             true,
         )?;
         self.store
-            .scoped_slice_shared::<T>()
+            .scoped_slice_shared::<T>(Some(hint))
             .map_err(|e| self.store_error(e))
     }
 

@@ -11,7 +11,12 @@ use bumpalo::Bump;
 
 use super::context::NodeContext;
 use super::{Access, FrameError, Node, NodeError, NodeId, NodeTiming};
-use crate::store::{ApplyReport, CommandBuffer, Store, StoreError};
+use crate::store::{ApplyReport, CommandBuffer, SlotHint, Store, StoreError};
+
+/// A node that took less than this last frame is light: it runs on the thread that made it
+/// ready instead of being handed to another (see [`Frame::make_ready`]). About the cost of a
+/// hand-off that wakes a sleeping worker.
+const LIGHT: Duration = Duration::from_micros(5);
 
 struct Slot {
     node: Box<dyn Node>,
@@ -24,6 +29,8 @@ pub struct Graph {
     slots: Vec<Mutex<Slot>>,
     names: Vec<String>,
     accesses: Vec<Access>,
+    /// Per node, the borrow flag slot of each declared type (kept across frames).
+    hints: Vec<Box<[SlotHint]>>,
     successors: Vec<Vec<usize>>,
     successor_ids: Vec<Vec<NodeId>>,
     in_degree: Vec<usize>,
@@ -31,6 +38,8 @@ pub struct Graph {
     roots: Vec<usize>,
     /// Per-frame countdown of unfinished predecessors, kept between frames to avoid allocating.
     remaining: Vec<AtomicUsize>,
+    /// Per node, whether it ran in under [`LIGHT`] last frame (none before the first).
+    light: Vec<bool>,
     commands: CommandBuffer,
     /// Node indices in dependency order (Kahn's algorithm, ties in insertion order): the order
     /// of [`Graph::last_timings`].
@@ -64,14 +73,54 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// The ready nodes a thread keeps for itself: light ones (a bounded stack) and one heavy one.
+#[derive(Default)]
+struct Ready {
+    light: LightStack,
+    heavy: Option<usize>,
+}
+
+impl Ready {
+    fn heavy(i: usize) -> Self {
+        Self {
+            heavy: Some(i),
+            ..Self::default()
+        }
+    }
+}
+
+/// Up to 16 light nodes, kept inline (no allocation per frame); a full stack hands the node
+/// back, to be spawned.
+#[derive(Default)]
+struct LightStack {
+    nodes: [usize; 16],
+    len: usize,
+}
+
+impl LightStack {
+    fn push(&mut self, i: usize) -> Result<(), usize> {
+        let slot = self.nodes.get_mut(self.len).ok_or(i)?;
+        *slot = i;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Option<usize> {
+        self.len = self.len.checked_sub(1)?;
+        self.nodes.get(self.len).copied()
+    }
+}
+
 /// State shared by the tasks of one frame.
 struct Frame<'g> {
     graph_slots: &'g [Mutex<Slot>],
     names: &'g [String],
     accesses: &'g [Access],
+    hints: &'g [Box<[SlotHint]>],
     successors: &'g [Vec<usize>],
     /// Per node, predecessors not yet done (reset from the in-degrees by [`Graph::run`]).
     remaining: &'g [AtomicUsize],
+    light: &'g [bool],
     stop: AtomicBool,
     failure: Mutex<Option<(usize, Failure)>>,
     store: &'g Store,
@@ -80,30 +129,43 @@ struct Frame<'g> {
 }
 
 impl<'g> Frame<'g> {
-    /// Runs node `i`, then keeps going on this thread with one successor it made ready, spawning
-    /// only the others: a chain of nodes runs on one thread, without a task and a hand-off per
-    /// node. Which thread runs a node never changes what it computes (its inputs are complete
-    /// when it becomes ready), and every node still starts only after all of its predecessors.
-    fn run_chain<'s>(&'s self, scope: &rayon::Scope<'s>, mut i: usize) {
-        loop {
+    /// Runs the nodes of `ready` and keeps going on this thread with those their completion
+    /// makes ready, as [`Frame::make_ready`] sorts them: a chain of nodes runs on one thread,
+    /// without a task and a hand-off per node. Which thread runs a node never changes what it
+    /// computes (its inputs are complete when it becomes ready), and every node still starts
+    /// only after all of its predecessors.
+    fn run_ready<'s>(&'s self, scope: &rayon::Scope<'s>, mut ready: Ready) {
+        // Light nodes first: they delay the heavy one by little, and their successors may be
+        // heavy nodes that other threads can start meanwhile.
+        while let Some(i) = ready.light.pop().or_else(|| ready.heavy.take()) {
             if self.stop.load(Ordering::Acquire) || !self.run_node(i) {
                 return;
             }
-            // The last ready successor continues here: successors are sorted, and spawning the
-            // earlier ones first gives idle threads the most time to take them.
-            let mut next = None;
             for &s in &self.successors[i] {
-                if self.remaining[s].fetch_sub(1, Ordering::AcqRel) == 1
-                    && let Some(ready) = next.replace(s)
-                {
-                    scope.spawn(move |scope| self.run_chain(scope, ready));
+                if self.remaining[s].fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.make_ready(scope, &mut ready, s);
                 }
             }
-            match next {
-                Some(s) => i = s,
+        }
+    }
+
+    /// Node `i` is ready. A light one (it took less than [`LIGHT`] last frame) stays on this
+    /// thread, where it costs less than a hand-off to another (a task, and waking a sleeping
+    /// worker); of the heavy ones this thread keeps the last, and the others are spawned for
+    /// idle threads to take (the earliest first: successors are sorted).
+    fn make_ready<'s>(&'s self, scope: &rayon::Scope<'s>, ready: &mut Ready, i: usize) {
+        let i = if self.light[i] {
+            match ready.light.push(i) {
+                Ok(()) => return,
+                Err(full) => full,
+            }
+        } else {
+            match ready.heavy.replace(i) {
+                Some(earlier) => earlier,
                 None => return,
             }
-        }
+        };
+        scope.spawn(move |scope| self.run_ready(scope, Ready::heavy(i)));
     }
 
     /// Runs node `i`; on an error or panic records it, raises `stop`, and returns false.
@@ -118,6 +180,7 @@ impl<'g> Frame<'g> {
                 store: self.store,
                 name: &self.names[i],
                 access: &self.accesses[i],
+                hints: &self.hints[i],
                 commands: self.commands,
                 scratch: &slot.scratch,
             };
@@ -183,9 +246,14 @@ impl Graph {
                 })
                 .collect(),
             names,
+            hints: accesses
+                .iter()
+                .map(|a| (0..a.declarations()).map(|_| SlotHint::new()).collect())
+                .collect(),
             accesses,
             successors,
             successor_ids,
+            light: vec![false; in_degree.len()],
             in_degree,
             roots,
             remaining,
@@ -201,10 +269,14 @@ impl Graph {
     /// the read/write orderings added at build), ready nodes concurrently on the current rayon
     /// pool. Then applies the commands recorded into [`Graph::commands`].
     ///
-    /// A thread that finishes a node goes on with one of the successors this made ready (the
-    /// last in insertion order) and spawns rayon tasks only for the others, so a chain of nodes
-    /// runs on one thread without a hand-off per node; the last root starts on the calling
-    /// thread. Results do not depend on this: a node starts only once its inputs are complete.
+    /// A thread that finishes a node goes on with the successors this made ready that took
+    /// under 5 µs last frame (light nodes: handing them to another thread would cost more),
+    /// then with the last of the others, and spawns rayon tasks only for the rest; so a chain
+    /// of nodes runs on one thread without a hand-off per node, and a small crowd's cheap nodes
+    /// do not wait for a worker to wake. The roots are spawned, except the last, which starts
+    /// on the calling thread: a root wakes an idle worker at the start of the frame, which is
+    /// then awake when a heavy node splits its work. Results do not depend on this: a node
+    /// starts only once its inputs are complete.
     ///
     /// A node that returns an error or panics stops the frame: no new node starts, running ones
     /// finish, the commands recorded during the frame are discarded, and the error names the
@@ -228,24 +300,27 @@ impl Graph {
             graph_slots: &self.slots,
             names: &self.names,
             accesses: &self.accesses,
+            hints: &self.hints,
             successors: &self.successors,
             remaining: &self.remaining,
+            light: &self.light,
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
             store,
             commands: &self.commands,
             start,
         };
-        if let Some((&last, others)) = self.roots.split_last() {
-            rayon::scope(|scope| {
-                let frame = &frame;
+        rayon::scope(|scope| {
+            let frame = &frame;
+            // Roots are spawned, light or not, except the last: an idle worker wakes for them
+            // at the start of the frame and is awake when a heavy node splits its work.
+            if let Some((&last, others)) = self.roots.split_last() {
                 for &r in others {
-                    scope.spawn(move |scope| frame.run_chain(scope, r));
+                    scope.spawn(move |scope| frame.run_ready(scope, Ready::heavy(r)));
                 }
-                // The last root (often the head of the longest chain) starts on this thread.
-                frame.run_chain(scope, last);
-            });
-        }
+                frame.run_ready(scope, Ready::heavy(last));
+            }
+        });
         let failure = frame
             .failure
             .into_inner()
@@ -257,6 +332,7 @@ impl Graph {
                 .timing;
             timing.ran = t.is_some();
             let (started, duration) = t.unwrap_or_default();
+            self.light[i] = t.is_some() && duration < LIGHT;
             timing.started_at_offset = started;
             timing.duration = duration;
         }

@@ -654,13 +654,15 @@ fn a_failure_inside_a_chain_stops_it_and_the_frame_ends() {
 
 #[test]
 fn concurrent_failures_report_the_lowest_node_index() {
-    // root -> a, root -> b: both start, wait until the other is running, then fail.
+    // root -> a, root -> b: both start, wait until the other is running, then fail. Each
+    // sleeps first, so that it is never light (light nodes run one after the other).
     let mut b = GraphBuilder::new();
     let arrived = Arc::new(AtomicUsize::new(0));
     let root = b.add_node(FnNode::new("root", Access::new(), |_| Ok(())));
     let mut failing = |name: &'static str| {
         let arrived = Arc::clone(&arrived);
         b.add_node(FnNode::new(name, Access::new(), move |_| {
+            std::thread::sleep(Duration::from_millis(1));
             arrived.fetch_add(1, Ordering::SeqCst);
             let t = std::time::Instant::now();
             while !arrived.load(Ordering::SeqCst).is_multiple_of(2)
@@ -715,14 +717,62 @@ fn a_failing_branch_stops_the_other_branch_from_going_on() {
         let err = pool(threads).install(|| g.run(&mut store)).unwrap_err();
         assert_eq!(err.node(), Some("bad"));
     }
-    // `slow` continues on the thread that ran `root`, `bad` is taken by another thread and
-    // fails during `slow`'s sleep, so `next` is never started.
+    // The first frame: `slow` continues on the thread that ran `root`, `bad` is taken by
+    // another thread and fails during `slow`'s sleep. The second: `bad` is light by then and
+    // runs on `root`'s thread before `slow` starts. Either way `next` is never started.
     assert_eq!(ran_next.load(Ordering::SeqCst), 0);
-    // On one thread `bad` waits in the queue while the chain goes on: `next` runs, and the
-    // frame still reports `bad`.
     let err = pool(1).install(|| g.run(&mut store)).unwrap_err();
     assert_eq!(err.node(), Some("bad"));
-    assert_eq!(ran_next.load(Ordering::SeqCst), 1);
+    assert_eq!(ran_next.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn light_nodes_run_on_the_thread_that_made_them_ready() {
+    // root -> a, b, c (quick); root -> heavy (a millisecond). A node that took under 5 µs in
+    // the frame before is light and runs where root ran, never handed to another worker.
+    let threads: Arc<Mutex<Vec<(&str, std::thread::ThreadId)>>> = Arc::default();
+    let mut b = GraphBuilder::new();
+    let mut node = |name: &'static str, sleep: u64| {
+        let threads = Arc::clone(&threads);
+        b.add_node(FnNode::new(name, Access::new(), move |_| {
+            if sleep > 0 {
+                std::thread::sleep(Duration::from_millis(sleep));
+            }
+            threads
+                .lock()
+                .unwrap()
+                .push((name, std::thread::current().id()));
+            Ok(())
+        }))
+    };
+    let root = node("root", 0);
+    let children = [node("a", 0), node("b", 0), node("c", 0), node("heavy", 1)];
+    for c in children {
+        b.add_edge(root, c);
+    }
+    let mut g = b.build().unwrap();
+    let mut store = Store::new();
+    let mut checked = 0;
+    pool(4).install(|| {
+        for _ in 0..20 {
+            let light: Vec<String> = (g.last_timings().iter())
+                .filter(|t| t.ran && t.duration < Duration::from_micros(5))
+                .map(|t| t.name.clone())
+                .collect();
+            threads.lock().unwrap().clear();
+            g.run(&mut store).unwrap();
+            let ran = threads.lock().unwrap();
+            assert_eq!(ran.len(), 5);
+            let root_thread = ran.iter().find(|(n, _)| *n == "root").unwrap().1;
+            for (name, thread) in ran.iter().filter(|(n, _)| light.iter().any(|l| l == n)) {
+                assert_eq!(*thread, root_thread, "{name} was light");
+                checked += 1;
+            }
+            assert!(!light.iter().any(|l| l == "heavy"));
+        }
+    });
+    // Most frames have light children (a preempted node may take longer once).
+    assert!(checked >= 20, "only {checked} light nodes seen");
 }
 
 #[test]

@@ -53,6 +53,7 @@ pub(crate) use query::{QueryAccess, query_access};
 pub use resource::{Res, ResMut, ScopedSlice, ScopedSliceGuard};
 
 use archetype::Archetype;
+pub(crate) use borrow::SlotHint;
 use borrow::{BorrowSet, BorrowTable};
 use component::Registry;
 use entity::{Entities, Location};
@@ -561,18 +562,31 @@ impl Store {
 
     /// Query through `&Store` for graph nodes (borrow flags make it sound), with the access list
     /// the node context already checked against the node's declaration.
-    pub(crate) fn query_shared<Q: QueryParam>(
+    /// `hint(k)` is the flag slot hint of the access list's `k`-th type.
+    pub(crate) fn query_shared<'h, Q: QueryParam>(
         &self,
         access: &QueryAccess<Q>,
+        hint: impl Fn(usize) -> Option<&'h SlotHint>,
     ) -> Result<Query<'_, Q>, StoreError> {
-        Query::with_access(self, access)
+        Query::with_access(self, access, hint)
+    }
+
+    /// One borrow flag of `T` (shared or `exclusive`), found through `hint` when given.
+    fn borrow_one<T: 'static>(
+        &self,
+        exclusive: bool,
+        hint: Option<&SlotHint>,
+    ) -> Result<BorrowSet<'_>, StoreError> {
+        let request = (TypeId::of::<T>(), std::any::type_name::<T>(), exclusive);
+        self.borrows.acquire(&[request], |_| hint)
     }
 
     /// Random access to `C` through `&Store` for graph nodes (shared borrow flag held).
-    pub(crate) fn view_shared<C: Component>(&self) -> Result<ComponentView<'_, C>, StoreError> {
-        let borrow =
-            self.borrows
-                .acquire(&[(TypeId::of::<C>(), std::any::type_name::<C>(), false)])?;
+    pub(crate) fn view_shared<C: Component>(
+        &self,
+        hint: Option<&SlotHint>,
+    ) -> Result<ComponentView<'_, C>, StoreError> {
+        let borrow = self.borrow_one::<C>(false, hint)?;
         Ok(ComponentView {
             store: self,
             _borrow: borrow,
@@ -616,10 +630,11 @@ impl Store {
         self.resources.contains::<R>()
     }
 
-    pub(crate) fn resource_shared<R: Component>(&self) -> Result<Res<'_, R>, StoreError> {
-        let borrow =
-            self.borrows
-                .acquire(&[(TypeId::of::<R>(), std::any::type_name::<R>(), false)])?;
+    pub(crate) fn resource_shared<R: Component>(
+        &self,
+        hint: Option<&SlotHint>,
+    ) -> Result<Res<'_, R>, StoreError> {
+        let borrow = self.borrow_one::<R>(false, hint)?;
         // SAFETY: the shared flag excludes exclusive borrows on the shared path, and the
         // `&mut self` methods cannot run while `&self` is lent to a graph.
         let value = unsafe { self.resources.get::<R>() }?;
@@ -629,10 +644,11 @@ impl Store {
         })
     }
 
-    pub(crate) fn resource_mut_shared<R: Component>(&self) -> Result<ResMut<'_, R>, StoreError> {
-        let borrow =
-            self.borrows
-                .acquire(&[(TypeId::of::<R>(), std::any::type_name::<R>(), true)])?;
+    pub(crate) fn resource_mut_shared<R: Component>(
+        &self,
+        hint: Option<&SlotHint>,
+    ) -> Result<ResMut<'_, R>, StoreError> {
+        let borrow = self.borrow_one::<R>(true, hint)?;
         // SAFETY: the exclusive flag excludes every other borrow on the shared path.
         let value = unsafe { self.resources.get_mut::<R>() }?;
         Ok(ResMut {
@@ -703,12 +719,9 @@ impl Store {
 
     pub(crate) fn scoped_slice_shared<T: Component>(
         &self,
+        hint: Option<&SlotHint>,
     ) -> Result<ScopedSliceGuard<'_, T>, StoreError> {
-        let borrow = self.borrows.acquire(&[(
-            TypeId::of::<ScopedSlice<T>>(),
-            std::any::type_name::<ScopedSlice<T>>(),
-            true,
-        )])?;
+        let borrow = self.borrow_one::<ScopedSlice<T>>(true, hint)?;
         let entry = self.live_scoped::<T>()?;
         // SAFETY: alive entry (the scope outlives this `&self` borrow: it ends only after the
         // `&mut Store` lent to `f` is returned); the exclusive flag makes this the only access.

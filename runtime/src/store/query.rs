@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use rayon::prelude::*;
 
 use super::archetype::{Archetype, ArchetypeId};
-use super::borrow::{BorrowRequest, BorrowSet, RequestList};
+use super::borrow::{BorrowRequest, BorrowSet, RequestList, SlotHint};
 use super::chunk::{Chunk, ChunkId};
 use super::{Component, Entity, Store, StoreError};
 
@@ -358,15 +358,17 @@ struct Visit<S> {
 
 impl<'w, Q: QueryParam> Query<'w, Q> {
     pub(crate) fn new(store: &'w Store) -> Result<Self, StoreError> {
-        Self::with_access(store, &query_access::<Q>()?)
+        Self::with_access(store, &query_access::<Q>()?, |_| None)
     }
 
-    /// A query taking the borrows of `access` (computed once by a caller that also checked it).
-    pub(crate) fn with_access(
+    /// A query taking the borrows of `access` (computed once by a caller that also checked it),
+    /// `hint(k)` the flag slot hint of its `k`-th type.
+    pub(crate) fn with_access<'h>(
         store: &'w Store,
         access: &QueryAccess<Q>,
+        hint: impl Fn(usize) -> Option<&'h SlotHint>,
     ) -> Result<Self, StoreError> {
-        let borrows = store.borrows.acquire(access.as_slice())?;
+        let borrows = store.borrows.acquire(access.as_slice(), hint)?;
         Ok(Self {
             store,
             _borrows: borrows,
@@ -565,8 +567,11 @@ impl<'w, Q: QueryParam> Query<'w, Q> {
     pub fn chunks(&mut self) -> Vec<QueryChunk<'_, Q>> {
         let store = self.store;
         let frame = store.frame;
-        let mut views = Vec::with_capacity(self.chunk_bound());
+        let bound = self.chunk_bound();
+        let mut views = Vec::new();
         self.visit(|archetype, chunk, v| {
+            // Reserved at the first match: a query that matches nothing allocates nothing.
+            views.reserve_exact(bound);
             // SAFETY: `chunk` belongs to the archetype the state was prepared for.
             let ptr = unsafe { Q::Fetch::ptr(v.state, chunk, frame) };
             views.push(QueryChunk::new(store, archetype, chunk, v, ptr));

@@ -563,20 +563,20 @@ fn resources() {
     assert_eq!(s.remove_resource::<u32>().unwrap(), 7);
     assert!(s.remove_resource::<u32>().is_err());
     assert_eq!(s.resource::<Name>().unwrap().0, "r");
-    let r = s.resource_shared::<Name>().unwrap();
+    let r = s.resource_shared::<Name>(None).unwrap();
     assert!(matches!(
-        s.resource_mut_shared::<Name>(),
+        s.resource_mut_shared::<Name>(None),
         Err(StoreError::BorrowConflict {
             exclusive: true,
             ..
         })
     ));
-    let r2 = s.resource_shared::<Name>().unwrap();
+    let r2 = s.resource_shared::<Name>(None).unwrap();
     assert_eq!(r.0, r2.0);
     drop((r, r2));
-    let mut w = s.resource_mut_shared::<Name>().unwrap();
+    let mut w = s.resource_mut_shared::<Name>(None).unwrap();
     w.0.push('!');
-    assert!(s.resource_shared::<Name>().is_err());
+    assert!(s.resource_shared::<Name>(None).is_err());
     drop(w);
     assert_eq!(s.resource::<Name>().unwrap().0, "r!");
 }
@@ -593,9 +593,9 @@ fn scoped_slice_only_inside_scope() {
         let sl = s.scoped_slice_mut::<f32>().unwrap();
         sl[3] = 3.0;
         {
-            let mut g = s.scoped_slice_shared::<f32>().unwrap();
+            let mut g = s.scoped_slice_shared::<f32>(None).unwrap();
             g[4] = 4.0;
-            assert!(s.scoped_slice_shared::<f32>().is_err(), "exclusive");
+            assert!(s.scoped_slice_shared::<f32>(None).is_err(), "exclusive");
         }
         let mut inner = vec![1u8; 2];
         s.with_scoped_slice(&mut inner, |s| s.scoped_slice_mut::<u8>().unwrap()[0] = 9);
@@ -820,40 +820,40 @@ fn queries_naming_many_types_borrow_and_release_them_all() {
             .query_shared::<(
                 (&C<0>, &C<1>, &C<2>, &C<3>, &C<4>, &C<5>, &C<6>, &C<7>),
                 (&mut C<8>, &C<9>),
-            )>(&query_access().unwrap())
+            )>(&query_access().unwrap(), |_| None)
             .unwrap();
         assert_eq!(q.count(), 1);
         // every one of the ten types is borrowed, the 9th exclusively
         assert!(
             store
-                .query_shared::<&C<8>>(&query_access().unwrap())
+                .query_shared::<&C<8>>(&query_access().unwrap(), |_| None)
                 .is_err()
         );
         assert!(
             store
-                .query_shared::<&mut C<9>>(&query_access().unwrap())
+                .query_shared::<&mut C<9>>(&query_access().unwrap(), |_| None)
                 .is_err()
         );
         assert!(
             store
-                .query_shared::<&C<0>>(&query_access().unwrap())
+                .query_shared::<&C<0>>(&query_access().unwrap(), |_| None)
                 .is_ok()
         );
     }
     // and released again
     assert!(
         store
-            .query_shared::<&mut C<8>>(&query_access().unwrap())
+            .query_shared::<&mut C<8>>(&query_access().unwrap(), |_| None)
             .is_ok()
     );
     assert!(
         store
-            .query_shared::<&mut C<0>>(&query_access().unwrap())
+            .query_shared::<&mut C<0>>(&query_access().unwrap(), |_| None)
             .is_ok()
     );
     assert!(
         store
-            .query_shared::<&mut C<9>>(&query_access().unwrap())
+            .query_shared::<&mut C<9>>(&query_access().unwrap(), |_| None)
             .is_ok()
     );
 }
