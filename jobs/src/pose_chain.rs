@@ -638,7 +638,7 @@ impl PoseChainJob<'_> {
         (left, right)
     }
 
-    /// Runs in parallel: halves of the run (rayon `join`, cut at the multiple of [`LANES`]
+    /// Runs in parallel: halves of the run (rayon `join`, cut at the multiple of 8
     /// nearest the middle) down to at most `grain` entities per task (0 is read as 1), each
     /// task with its worker thread's [`ChainScratch`]. Every entity is
     /// computed by one task from the same inputs, so the results do not depend on the

@@ -462,7 +462,7 @@ fn a_view_tells_when_a_chunk_column_changed() {
     let f1 = s.advance_frame();
     s.get_mut::<Pos>(es[13]).unwrap().0 = -1.0; // chunk 1
     let frames = |s: &Store| -> Vec<Option<u64>> {
-        let view = s.view_shared::<Pos>().unwrap();
+        let view = s.view_shared::<Pos>(None).unwrap();
         chunks
             .iter()
             .map(|&(a, c)| view.chunk_changed_frame(a, c))
@@ -475,11 +475,13 @@ fn a_view_tells_when_a_chunk_column_changed() {
     // No such column, no such chunk.
     let (a, c) = chunks[0];
     assert_eq!(
-        s.view_shared::<Tag>().unwrap().chunk_changed_frame(a, c),
+        s.view_shared::<Tag>(None)
+            .unwrap()
+            .chunk_changed_frame(a, c),
         None
     );
     assert_eq!(
-        s.view_shared::<Pos>()
+        s.view_shared::<Pos>(None)
             .unwrap()
             .chunk_changed_frame(a, ChunkId(9)),
         None
