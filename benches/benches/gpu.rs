@@ -20,7 +20,7 @@
 //!   (optional).
 //!
 //! Frame (steady state, pipelined: the CPU never waits for the GPU except inside the ring):
-//! `crowd_palette_len` → `ring.write(|p| animator.run_frame_into(store, dt, p))` → encode the
+//! `crowd_palette_len` → `ring.write(|p| animator.run_frame_into_mapped(store, dt, p))` → encode the
 //! draw (+ timestamp queries) → submit → `ring.submitted`. Wall ms/frame is the total time of
 //! the measured frames divided by their number, after one final wait for the GPU.
 
@@ -303,7 +303,9 @@ fn main() -> Result<(), BoxError> {
                 let t0 = Instant::now();
                 let len = crowd_palette_len(&mut store)?;
                 let t1 = Instant::now();
-                ring.write(&ctx, len, |p| animator.run_frame_into(&mut store, dt, p))??;
+                ring.write(&ctx, len, |p| {
+                    animator.run_frame_into_mapped(&mut store, dt, p)
+                })??;
                 let stats = ring.stats();
                 let t2 = Instant::now();
                 let mut enc = ctx
@@ -414,7 +416,9 @@ fn main() -> Result<(), BoxError> {
             );
             // One more frame, left unsubmitted for the PNG and the compute pass below.
             let len = crowd_palette_len(&mut store)?;
-            ring.write(&ctx, len, |p| animator.run_frame_into(&mut store, dt, p))??;
+            ring.write(&ctx, len, |p| {
+                animator.run_frame_into_mapped(&mut store, dt, p)
+            })??;
             if let Some(dir) = &png_dir
                 && mode == modes[0]
                 && raster != Raster::ComputeSkinOnly
@@ -430,7 +434,9 @@ fn main() -> Result<(), BoxError> {
                     _ => compute.render_ring(&ctx, &mut ring, &instances, &camera)?,
                 };
                 image.save_png(dir.join(format!("fox_crowd_{}_{n}.png", raster.name())))?;
-                ring.write(&ctx, len, |p| animator.run_frame_into(&mut store, dt, p))??;
+                ring.write(&ctx, len, |p| {
+                    animator.run_frame_into_mapped(&mut store, dt, p)
+                })??;
             }
             if let Some(mut previous) = last_ring.replace(ring) {
                 previous.submitted(None);

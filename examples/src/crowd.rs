@@ -1131,7 +1131,7 @@ fn render_png(
     let entries = crowd_palette_len(store).map_err(|e| format!("--png: {e}"))?;
     let mut ring = PaletteRing::with_best_mode(&ctx, entries).map_err(|e| format!("--png: {e}"))?;
     ring.write(&ctx, entries, |slice| {
-        animator.run_frame_into(store, dt, slice)
+        animator.run_frame_into_mapped(store, dt, slice)
     })
     .map_err(|e| format!("--png: {e}"))?
     .map_err(|e| format!("--png frame: {e}"))?;

@@ -150,7 +150,7 @@ impl CrowdGpu {
             .frames
             .write(&self.ctx, store, |store, palette| {
                 let t = Instant::now();
-                let run = animator.run_frame_into(store, dt, palette);
+                let run = animator.run_frame_into_mapped(store, dt, palette);
                 let pipeline = t.elapsed();
                 let sum =
                     checksum.then(|| palette.iter().flatten().map(|&x| f64::from(x)).sum::<f64>());

@@ -6,7 +6,7 @@
 //! hands clones of them to [`GpuContext::from_device`]. It sizes its own palette buffer from
 //! [`crowd_palette_len`] before the first frame (checked with
 //! [`GpuContext::check_palette_len`]), and every frame maps it, views the mapped range as
-//! palette entries with [`mapped_palette`] and passes them to `Animator::run_frame_into`: the
+//! palette entries with [`mapped_palette`] and passes them to `Animator::run_frame_into_mapped`: the
 //! skinning job writes each entry once, into the buffer the shader reads. Without
 //! `MAPPABLE_PRIMARY_BUFFERS` the mapped buffer is a staging buffer and one copy moves it into
 //! the storage buffer. sinew's [`CrowdRenderer`] and [`ComputeCrowdRenderer`] then draw from
@@ -341,7 +341,7 @@ pub fn run_engine(
         {
             let mut view = buffers.mapped().get_mapped_range_mut(0..bytes)?;
             let all = mapped_palette(&mut view)?;
-            animator.run_frame_into(&mut store, options.dt, &mut all[..entries])?;
+            animator.run_frame_into_mapped(&mut store, options.dt, &mut all[..entries])?;
         }
         buffers.mapped().unmap();
         if let PaletteBuffers::Staged { staging, storage } = &buffers {

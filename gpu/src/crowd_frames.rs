@@ -1,7 +1,7 @@
 //! [`CrowdFrames`]: a crowd animated, written into the palette ring and drawn, every frame.
 //!
 //! Each frame: [`PaletteRing::write`] hands this frame's mapped buffer to the caller's closure
-//! (the pipeline's `Animator::run_frame_into`), the instance table is gathered from the store
+//! (the pipeline's `Animator::run_frame_into_mapped`), the instance table is gathered from the store
 //! (palette base and world transform per skinned entity), one renderer records the draw, and
 //! the caller submits (after adding its own passes, e.g. a window's composite) and reports the
 //! submission. The GPU draws frame N while the CPU runs frame N + 1; the CPU waits only when

@@ -27,7 +27,7 @@
 //! let mut animator = Animator::new(&mut store)?;
 //! let entries = animator.layout(&mut store)?.palette_len();
 //! let mut ring = PaletteRing::new(&ctx, PaletteUpload::best(&ctx), 3, entries)?;
-//! ring.write(&ctx, entries, |palettes| animator.run_frame_into(&mut store, 1.0 / 60.0, palettes))??;
+//! ring.write(&ctx, entries, |palettes| animator.run_frame_into_mapped(&mut store, 1.0 / 60.0, palettes))??;
 //! // Bind `ring.buffer()` in a skinning pass or renderer, submit, then:
 //! ring.submitted(None);
 //! # Ok(())

@@ -6,7 +6,7 @@
 //!   the NVIDIA Vulkan driver have): the ring holds N ≥ 3 buffers of usage
 //!   `MAP_WRITE | STORAGE | COPY_SRC`. The buffer of this frame is mapped; the closure given to
 //!   [`PaletteRing::write`] receives the mapped memory as `&mut [[f32; 12]]` and hands it to
-//!   `Animator::run_frame_into`, so the rayon workers of the skinning job write each palette
+//!   `Animator::run_frame_into_mapped`, so the rayon workers of the skinning job write each palette
 //!   entry once, into the memory the shader reads — no intermediate `Vec`, no second copy.
 //!   The buffer is then unmapped and bound as a storage buffer ([`PaletteRing::buffer`]); after
 //!   the caller submits the work that reads it, [`PaletteRing::submitted`] asks for it to be
@@ -318,7 +318,7 @@ impl PaletteRing {
 
     /// Fills this frame's palettes: `fill` gets exactly `entries` palette entries of
     /// GPU-visible memory (mapped mode: the mapped storage buffer itself) and must write all of
-    /// them, typically `|p| animator.run_frame_into(&mut store, dt, p)` with `entries` from
+    /// them, typically `|p| animator.run_frame_into_mapped(&mut store, dt, p)` with `entries` from
     /// [`crowd_palette_len`]. Grows the ring (50 % headroom) when `entries` exceeds the
     /// capacity. Returns what `fill` returned. Afterwards bind [`PaletteRing::buffer`], submit,
     /// and call [`PaletteRing::submitted`].
@@ -479,7 +479,7 @@ impl PaletteRing {
 /// The mapped range of `view` as palette entries, for writing palettes straight into a
 /// buffer of your own: map it for writing (`map_async(MapMode::Write, ..)` or
 /// `mapped_at_creation`), take `get_mapped_range_mut`, and hand the entries to
-/// `Animator::run_frame_into(store, dt, entries)`; then drop the view and unmap.
+/// `Animator::run_frame_into_mapped(store, dt, entries)`; then drop the view and unmap.
 ///
 /// ```no_run
 /// # fn frame(
@@ -491,7 +491,7 @@ impl PaletteRing {
 /// // `buffer` is mapped for writing and holds at least `entries` palette entries.
 /// let mut view = buffer.get_mapped_range_mut(0..entries * sinew_gpu::palette_ring::ENTRY_BYTES)?;
 /// let palettes = sinew_gpu::palette_ring::mapped_palette(&mut view)?;
-/// animator.run_frame_into(store, 1.0 / 60.0, palettes)?;
+/// animator.run_frame_into_mapped(store, 1.0 / 60.0, palettes)?;
 /// drop(view);
 /// buffer.unmap();
 /// # Ok(())
@@ -518,7 +518,7 @@ pub fn mapped_palette(view: &mut wgpu::BufferViewMut) -> Result<&mut [PaletteEnt
 ///
 /// wgpu 30 hands out mapped memory as `WriteOnly<[u8]>` because it may be write-combined (slow
 /// to read) and because `&mut` formally allows spurious reads. This is the one place the
-/// crate leaves safe Rust, so that `Animator::run_frame_into` can write palettes in place,
+/// crate leaves safe Rust, so that `Animator::run_frame_into_mapped` can write palettes in place,
 /// into the palette ring's buffers or an engine's own ([`mapped_palette`]).
 ///
 /// It is safe to call with any `BufferViewMut`: wgpu only creates one for a mapped, writable

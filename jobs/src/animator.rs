@@ -150,8 +150,35 @@ impl Animator {
         dt: f32,
         palette: &mut [PaletteEntry],
     ) -> Result<(), FrameError> {
+        self.run_frame_lent(store, dt, palette, false)
+    }
+
+    /// [`Animator::run_frame_into`] for a slice of write-combined memory (a mapped GPU
+    /// buffer, which the CPU writes through combining buffers rather than its caches): each
+    /// entity's palette is written in one ascending run, never as partial cache lines out of
+    /// order, which such memory flushes piecemeal. Costs a copy through the workers' caches
+    /// that cached memory does not need.
+    ///
+    /// # Errors
+    /// As [`Animator::run_frame_into`].
+    pub fn run_frame_into_mapped(
+        &mut self,
+        store: &mut Store,
+        dt: f32,
+        palette: &mut [PaletteEntry],
+    ) -> Result<(), FrameError> {
+        self.run_frame_lent(store, dt, palette, true)
+    }
+
+    fn run_frame_lent(
+        &mut self,
+        store: &mut Store,
+        dt: f32,
+        palette: &mut [PaletteEntry],
+        write_combined: bool,
+    ) -> Result<(), FrameError> {
         set_dt(store, dt);
-        set_destination(store, PaletteDestination::Lent);
+        set_destination(store, PaletteDestination::Lent { write_combined });
         set_resource(store, ClockCheckedBindings(self.clock_checks_bindings));
         set_resource(store, BoneTableRead(self.bone_table_read));
         let graph = &mut self.graph;
@@ -555,7 +582,12 @@ mod tests {
         assert_eq!(animator.palettes(&store).len(), 1);
         store.resource_mut::<PaletteBuffer>().unwrap().0.clear();
         // The destination says "lent", but no slice is lent for this run.
-        set_destination(&mut store, PaletteDestination::Lent);
+        set_destination(
+            &mut store,
+            PaletteDestination::Lent {
+                write_combined: false,
+            },
+        );
         let err = animator.graph.run(&mut store).unwrap_err();
         let text = err.to_string();
         assert!(

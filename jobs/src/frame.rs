@@ -84,8 +84,10 @@ pub(crate) enum PaletteDestination {
     /// The store's [`PaletteBuffer`], resized to the frame's total.
     #[default]
     Buffer,
-    /// The caller's slice, lent for the frame as the store's scoped slice of [`PaletteEntry`].
-    Lent,
+    /// The caller's slice, lent for the frame as the store's scoped slice of [`PaletteEntry`];
+    /// `write_combined` when it is write-combined memory (a mapped GPU buffer), which each
+    /// entity's palette is then written to in one ascending run.
+    Lent { write_combined: bool },
 }
 
 /// The instance table: each entity's first palette entry in this frame's palette, indexed by

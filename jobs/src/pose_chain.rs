@@ -170,10 +170,11 @@ pub struct PoseChainJob<'a> {
     pub palette: &'a mut [PaletteEntry],
     /// Palette index of `palette[0]`.
     pub palette_base: u32,
-    /// Whether each entity's palette must be written in one ascending run: set for a lent
-    /// palette (a mapped GPU buffer may be write-combined memory, which partial cache lines
-    /// written out of order flush piecemeal). Lane groups then gather their entries in the
-    /// worker's scratch first.
+    /// Whether each entity's palette must be written in one ascending run: set for a palette
+    /// in write-combined memory (a mapped GPU buffer, lent by
+    /// [`Animator::run_frame_into_mapped`](crate::animator::Animator::run_frame_into_mapped)),
+    /// which partial cache lines written out of order flush piecemeal. Lane groups then gather
+    /// their entries in the worker's scratch first.
     pub sequential_palette_writes: bool,
     /// Frame time in seconds (root-motion velocity).
     pub dt: f32,

@@ -1201,3 +1201,34 @@ fn palettes_do_not_depend_on_how_a_crowd_of_mixed_rigs_and_meshes_falls_into_lan
         assert_eq!(run(staged_without_clocks(), threads), alone, "staged");
     }
 }
+
+#[test]
+fn a_palette_lent_as_mapped_memory_gets_the_same_entries() {
+    // Lane groups write a write-combined slice through the workers' scratch, each entity's
+    // palette in one run; the entries are the ones written straight into cached memory.
+    let rig = Arc::new(arm_rig());
+    let (bend, mesh) = (Arc::new(bend(&rig)), Arc::new(arm_mesh()));
+    let run = |mapped: bool| {
+        let mut store = Store::new();
+        for i in 0..37 {
+            let animation = AnimationToProcess::new(bend.clone()).at(0.027 * i as f32);
+            let e = store.spawn(animated(rig.clone(), vec![animation])).unwrap();
+            store.insert(e, SkinRef::new(mesh.clone())).unwrap();
+        }
+        let mut animator = Animator::with(&mut store, without_clocks(), |_, _| {}).unwrap();
+        let len = animator.layout(&mut store).unwrap().palette_len();
+        let mut palette = vec![[f32::NAN; 12]; len];
+        if mapped {
+            animator.run_frame_into_mapped(&mut store, 0.0, &mut palette)
+        } else {
+            animator.run_frame_into(&mut store, 0.0, &mut palette)
+        }
+        .unwrap();
+        palette
+    };
+    let bits = |v: &[[f32; 12]]| -> Vec<u32> { v.iter().flatten().map(|x| x.to_bits()).collect() };
+    let cached = run(false);
+    assert!(cached.iter().flatten().all(|x| x.is_finite()));
+    assert_ne!(cached[0], cached[4]);
+    assert_eq!(bits(&run(true)), bits(&cached));
+}

@@ -992,7 +992,7 @@ impl App {
         let (run, split) = gpu
             .frames
             .write(&gpu.ctx, &mut c.store, |store, palette| {
-                let r = animator.run_frame_into(store, dt, palette);
+                let r = animator.run_frame_into_mapped(store, dt, palette);
                 picked_palette.clear();
                 if let Some(e) = picked
                     && let Ok(slot) = store.get::<FrameSlot>(e)

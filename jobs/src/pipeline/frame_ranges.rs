@@ -81,6 +81,7 @@ where
 pub(super) struct PaletteTarget<'a> {
     lent: Option<ScopedSliceGuard<'a, PaletteEntry>>,
     buffer: ResMut<'a, PaletteBuffer>,
+    write_combined: bool,
 }
 
 impl<'a> PaletteTarget<'a> {
@@ -89,7 +90,7 @@ impl<'a> PaletteTarget<'a> {
         let destination = *ctx.resource::<PaletteDestination>()?;
         let lent = match destination {
             PaletteDestination::Buffer => None,
-            PaletteDestination::Lent => {
+            PaletteDestination::Lent { .. } => {
                 Some(ctx.scoped_slice_mut::<PaletteEntry>().map_err(|e| {
                     JobError::PaletteUnavailable {
                         job,
@@ -99,12 +100,22 @@ impl<'a> PaletteTarget<'a> {
             }
         };
         let buffer = ctx.resource_mut::<PaletteBuffer>()?;
-        Ok(Self { lent, buffer })
+        let write_combined = matches!(
+            destination,
+            PaletteDestination::Lent {
+                write_combined: true
+            }
+        );
+        Ok(Self {
+            lent,
+            buffer,
+            write_combined,
+        })
     }
 
-    /// Whether the palette is the caller's lent slice (perhaps mapped GPU memory).
-    pub(super) fn is_lent(&self) -> bool {
-        self.lent.is_some()
+    /// Whether the palette is a lent slice of write-combined memory.
+    pub(super) fn is_write_combined(&self) -> bool {
+        self.write_combined
     }
 
     /// The palette slice for `total` entries.

@@ -62,7 +62,7 @@ impl Node for PoseChainNode {
         let totals = ctx.resource::<FrameOffsets>()?.total;
         let mut model = ctx.resource_mut::<ModelPoses>()?;
         let mut target = PaletteTarget::borrow(ctx, "pose chain")?;
-        let sequential_palette_writes = target.is_lent();
+        let sequential_palette_writes = target.is_write_combined();
         let palette = target.slice("pose chain", totals.palette as usize)?;
         let mut q = ctx.query::<(
             &RigRef,
