@@ -692,15 +692,30 @@ fn concurrent_failures_report_the_lowest_node_index() {
 #[test]
 fn a_failing_branch_stops_the_other_branch_from_going_on() {
     // root -> bad; root -> slow -> next: with several threads `bad` fails while `slow` runs,
-    // so `next` never starts.
+    // so `next` never starts. `slow` waits until `bad` has run (at most a few seconds, so that
+    // a loaded machine cannot reorder them) and a little longer, whichever thread runs which.
     let ran_next = Arc::new(AtomicUsize::new(0));
+    let bad_ran = Arc::new(AtomicUsize::new(0));
     let mut b = GraphBuilder::new();
     let root = b.add_node(FnNode::new("root", Access::new(), |_| Ok(())));
-    let bad = b.add_node(FnNode::new("bad", Access::new(), |_| {
+    let flag = Arc::clone(&bad_ran);
+    let bad = b.add_node(FnNode::new("bad", Access::new(), move |_| {
+        flag.fetch_add(1, Ordering::SeqCst);
         Err(NodeError::new("bad"))
     }));
-    let slow = b.add_node(FnNode::new("slow", Access::new(), |_| {
-        std::thread::sleep(Duration::from_millis(30));
+    let flag = Arc::clone(&bad_ran);
+    let slow = b.add_node(FnNode::new("slow", Access::new(), move |_| {
+        let start = std::time::Instant::now();
+        let before = flag.load(Ordering::SeqCst);
+        while rayon::current_num_threads() > 1
+            && flag.load(Ordering::SeqCst) == before
+            && start.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // `bad` has returned its error or is about to: the executor raises the stop flag
+        // right after.
+        std::thread::sleep(Duration::from_millis(20));
         Ok(())
     }));
     let counter = Arc::clone(&ran_next);
@@ -717,13 +732,12 @@ fn a_failing_branch_stops_the_other_branch_from_going_on() {
         let err = pool(threads).install(|| g.run(&mut store)).unwrap_err();
         assert_eq!(err.node(), Some("bad"));
     }
-    // The first frame: `slow` continues on the thread that ran `root`, `bad` is taken by
-    // another thread and fails during `slow`'s sleep. The second: `bad` is light by then and
-    // runs on `root`'s thread before `slow` starts. Either way `next` is never started.
+    // `bad` ran in each frame, before `slow` finished or before it started (light, on
+    // `root`'s thread): either way `next` was never started.
+    assert_eq!(bad_ran.load(Ordering::SeqCst), 2);
     assert_eq!(ran_next.load(Ordering::SeqCst), 0);
     let err = pool(1).install(|| g.run(&mut store)).unwrap_err();
     assert_eq!(err.node(), Some("bad"));
-    assert_eq!(ran_next.load(Ordering::SeqCst), 0);
 }
 
 #[test]
