@@ -26,7 +26,7 @@ use crate::component::{
     SkinRef,
 };
 use crate::error::{JobError, check_len};
-use crate::frame::PaletteEntry;
+use crate::frame::{PaletteEntry, Pieces};
 use crate::j4_sample_blend::{EntitySampling, resolve_spans, sample_blend_entity_soa};
 use crate::j6_root_motion::{has_root_motion, root_motion_one};
 use crate::j7_propagate::{propagate_lanes, propagate_soa};
@@ -358,7 +358,9 @@ impl PoseChainJob<'_> {
         tables: &mut TableLookup<'_>,
         fallback_cursors: &mut SamplingCursors,
     ) {
-        let rig = Arc::clone(&self.rigs[group.start].0);
+        // The rig through the run's own borrow, not `self`'s: jobs 4 and 6 below take `self`.
+        let rigs = self.rigs;
+        let rig = &rigs[group.start].0;
         let bones = rig.bone_count();
         let blocks = bones.div_ceil(LANES);
         let size = group.len() * blocks;
@@ -381,24 +383,19 @@ impl PoseChainJob<'_> {
         let Some(skin) = self.skins.and_then(|s| s.get(group.start)) else {
             return;
         };
-        let Some(table) = tables.get(&rig, &skin.mesh) else {
+        let Some(table) = tables.get(rig, &skin.mesh) else {
             return;
         };
         // Each entity's palette piece, cut in order out of the run's (validate() checked that
         // they lie inside it; their offsets increase with the rows).
         let mut outs: [&mut [PaletteEntry]; LANES] = Default::default();
-        let (mut rest, mut at) = (&mut *self.palette, 0usize);
+        let mut pieces = Pieces::new(&mut *self.palette);
         for (out, slot) in outs.iter_mut().zip(&self.slots[group.clone()]) {
             let start = slot.palette_offset.wrapping_sub(self.palette_base) as usize;
-            let count = slot.palette_count as usize;
-            let Some(skip) = start.checked_sub(at) else {
-                break;
-            };
-            if skip.saturating_add(count) > rest.len() {
-                break;
+            match pieces.take((start, start.saturating_add(slot.palette_count as usize))) {
+                Some(piece) => *out = piece,
+                None => break,
             }
-            let (mine, tail) = std::mem::take(&mut rest)[skip..].split_at_mut(count);
-            (*out, rest, at) = (mine, tail, start + count);
         }
         let (binds, outs) = (skin.mesh.inverse_binds(), &mut outs[..group.len()]);
         if !self.sequential_palette_writes {
@@ -414,9 +411,10 @@ impl PoseChainJob<'_> {
             scratch.palettes.resize(staged, [0.0; 12]);
         }
         let mut staging: [&mut [PaletteEntry]; LANES] = Default::default();
-        let mut rest = &mut scratch.palettes[..staged];
+        let (mut pieces, mut at) = (Pieces::new(&mut scratch.palettes[..staged]), 0);
         for (s, &size) in staging.iter_mut().zip(&sizes) {
-            (*s, rest) = std::mem::take(&mut rest).split_at_mut(size);
+            *s = pieces.take((at, at + size)).unwrap_or_default();
+            at += size;
         }
         skin_lanes(model, binds, table, &mut staging[..outs.len()]);
         for (out, staged) in outs.iter_mut().zip(&staging) {

@@ -90,7 +90,7 @@ impl Node for PoseChainNode {
         let (remap, batch) = (&*remap, self.batch);
         // One job per chunk, with the chunk's pieces of the model and palette buffers.
         let mut jobs = Vec::with_capacity(chunks.len());
-        let mut bound = Vec::with_capacity(chunks.len());
+        let mut bound = bumpalo::collections::Vec::with_capacity_in(chunks.len(), ctx.scratch());
         for chunk in chunks {
             let slots = chunk.read_column::<FrameSlot>().unwrap_or(&[]);
             let (bones, pal) = (
